@@ -1,0 +1,66 @@
+# docket: a PostgreSQL 15 extension in C++17, built with PGXS.
+#   make / make install     build and install the extension
+#   make test               install what is missing, run every suite on a throwaway cluster
+#   make demo               a narrated psql session on a throwaway cluster
+#   make unit               GoogleTest suite of the pure C++ core (no server)
+
+EXTENSION = docket
+MODULE_big = docket
+DATA = $(filter-out $(wildcard sql/*--*--*.sql),$(wildcard sql/docket--*.sql)) \
+       $(wildcard sql/docket--*--*.sql)
+
+CORE_SRCS = $(sort $(wildcard src/core/*.cpp))
+PG_SRCS = $(sort $(wildcard src/pg/*.cpp))
+OBJS = $(CORE_SRCS:.cpp=.o) $(PG_SRCS:.cpp=.o)
+
+# pg_regress: sql/<name>.sql against expected/<name>.out
+REGRESS = $(sort $(notdir $(basename $(filter-out sql/docket--%,$(wildcard sql/*.sql)))))
+REGRESS_OPTS = --inputdir=. --outputdir=test/regress_output
+# pg_isolation_regress: test/isolation/specs/<name>.spec
+ISOLATION = $(sort $(notdir $(basename $(wildcard test/isolation/specs/*.spec))))
+ISOLATION_OPTS = --inputdir=test/isolation --outputdir=test/isolation/output
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
+SERVER_INCLUDE := $(shell $(PG_CONFIG) --includedir-server 2>/dev/null)
+
+PG_CPPFLAGS = -I$(CURDIR)/src -isystem $(SERVER_INCLUDE)
+PG_CXXFLAGS = -std=c++17 -Wall -Wextra -Werror -Wno-register -Wno-unused-parameter \
+              -Wno-missing-field-initializers -fno-omit-frame-pointer
+SHLIB_LINK = -lstdc++
+EXTRA_CLEAN = test/regress_output test/isolation/output build
+
+# Debian's PGXS enables LLVM bitcode, which C++ sources cannot produce with g++.
+override with_llvm = no
+
+.DEFAULT_GOAL := all
+.PHONY: test demo unit format format-check tidy
+
+test:
+	bash scripts/test.sh
+
+demo:
+	bash scripts/demo.sh
+
+UNIT_SRCS = $(sort $(wildcard test/unit/*.cpp))
+build/unit_tests: $(CORE_SRCS) $(UNIT_SRCS) $(wildcard src/core/*.hpp)
+	@mkdir -p build
+	$(CXX) -std=c++17 -Wall -Wextra -Werror -O1 -g -Isrc $(CORE_SRCS) $(UNIT_SRCS) \
+	  -lgtest -lgtest_main -pthread -o $@
+
+unit: build/unit_tests
+	./build/unit_tests
+
+format:
+	clang-format -i src/core/*.[ch]pp src/pg/*.[ch]pp test/unit/*.cpp
+
+format-check:
+	clang-format --dry-run --Werror src/core/*.[ch]pp src/pg/*.[ch]pp test/unit/*.cpp
+
+tidy:
+	clang-tidy --quiet $(CORE_SRCS) -- -std=c++17 -Isrc
+	clang-tidy --quiet $(PG_SRCS) -- -std=c++17 -Isrc -isystem $(SERVER_INCLUDE)
+
+ifneq ($(wildcard $(PGXS)),)
+include $(PGXS)
+endif

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# A throwaway PostgreSQL 15 cluster on loopback, run as the postgres user.
+#   scripts/cluster.sh start|stop|status      (DOCKET_PGPORT, DOCKET_PGDATA override)
+# Clients then use: PGHOST=127.0.0.1 PGPORT=$DOCKET_PGPORT PGUSER=postgres
+set -euo pipefail
+
+PGBIN=$(pg_config --bindir 2>/dev/null || echo /usr/lib/postgresql/15/bin)
+[ -x "$PGBIN/initdb" ] || PGBIN=/usr/lib/postgresql/15/bin
+PORT=${DOCKET_PGPORT:-54329}
+DATA=${DOCKET_PGDATA:-/tmp/docket-cluster-$PORT}
+LOG="$DATA.log"
+
+as_postgres() {
+  if [ "$(id -u)" = 0 ]; then
+    runuser -u postgres -- "$@"
+  else
+    "$@"
+  fi
+}
+
+case "${1:-}" in
+  start)
+    if [ -f "$DATA/postmaster.pid" ]; then
+      as_postgres "$PGBIN/pg_ctl" -D "$DATA" -m immediate stop >/dev/null 2>&1 || true
+    fi
+    rm -rf "$DATA" "$LOG"
+    mkdir -p "$DATA"
+    [ "$(id -u)" = 0 ] && chown postgres:postgres "$DATA"
+    touch "$LOG"; [ "$(id -u)" = 0 ] && chown postgres:postgres "$LOG"
+    as_postgres "$PGBIN/initdb" -D "$DATA" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 >/dev/null
+    cat >> "$DATA/postgresql.conf" <<CONF
+listen_addresses = '127.0.0.1'
+port = $PORT
+unix_socket_directories = '/tmp'
+fsync = off
+synchronous_commit = off
+full_page_writes = off
+max_connections = 120
+shared_buffers = 512MB
+max_prepared_transactions = 10
+log_min_messages = warning
+CONF
+    as_postgres "$PGBIN/pg_ctl" -D "$DATA" -l "$LOG" -w -t 60 start >/dev/null
+    echo "cluster up on 127.0.0.1:$PORT ($DATA)"
+    ;;
+  stop)
+    if [ -f "$DATA/postmaster.pid" ]; then
+      as_postgres "$PGBIN/pg_ctl" -D "$DATA" -m fast -w stop >/dev/null || true
+    fi
+    rm -rf "$DATA"
+    ;;
+  status)
+    as_postgres "$PGBIN/pg_ctl" -D "$DATA" status
+    ;;
+  *)
+    echo "usage: $0 start|stop|status" >&2
+    exit 2
+    ;;
+esac

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# make test: every suite of docket on a throwaway cluster. Exits non-zero on any failure.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/deps.sh || exit 1
+
+export DOCKET_PGPORT=${DOCKET_PGPORT:-54329}
+export PGHOST=127.0.0.1 PGPORT=$DOCKET_PGPORT PGUSER=postgres
+failed=()
+suite() {  # suite <name> <command...>
+  local name=$1; shift
+  echo
+  echo "=== $name"
+  if "$@"; then echo "=== $name: ok"; else echo "=== $name: FAILED"; failed+=("$name"); fi
+}
+
+suite "unit (GoogleTest, pure C++ core)" make -s unit || true
+make -s || exit 1
+make -s install >/dev/null || exit 1
+
+bash scripts/cluster.sh start || exit 1
+trap 'bash scripts/cluster.sh stop' EXIT
+
+suite "pg_regress + isolation" make -s installcheck
+
+run_pgtap() {
+  psql -q -X -d postgres -c "DROP DATABASE IF EXISTS docket_tap" -c "CREATE DATABASE docket_tap" &&
+    psql -q -X -d docket_tap -c "CREATE EXTENSION pgtap" -c "CREATE EXTENSION docket" &&
+    pg_prove --ext .sql -d docket_tap test/pgtap/
+}
+suite "pgTAP" run_pgtap
+
+for extra in test/suites/*.sh; do
+  [ -e "$extra" ] || continue
+  suite "$(basename "$extra" .sh)" bash "$extra"
+done
+
+echo
+if [ ${#failed[@]} -gt 0 ]; then
+  for f in "${failed[@]}"; do echo "FAILED: $f"; done
+  for d in test/regress_output test/isolation/output; do
+    [ -f "$d/regression.diffs" ] && head -200 "$d/regression.diffs"
+  done
+  exit 1
+fi
+echo "all suites passed"

@@ -1,0 +1,58 @@
+// refresh_claim and release_claim: keeping or handing back a claim under its
+// exact token.
+#include "core/fence.hpp"
+#include "pg/datum.hpp"
+#include "pg/notify.hpp"
+#include "pg/spi.hpp"
+
+namespace docket::pg {
+
+namespace {
+
+// Only forward: a delayed refresh cannot regress a fresher retain_claim commit.
+Statement refresh_statement{
+    "UPDATE docket.runs SET claimed_at = greatest(claimed_at, $3)"
+    " WHERE run_id = $1 AND claim_token = $2",
+    3, {TEXTOID, UUIDOID, TIMESTAMPTZOID}, nullptr};
+
+Statement release_statement{
+    "UPDATE docket.runs SET claim_token = NULL, claimed_at = NULL, wake_at = $3"
+    " WHERE run_id = $1 AND claim_token = $2 RETURNING queue",
+    3, {TEXTOID, UUIDOID, TIMESTAMPTZOID}, nullptr};
+
+struct ClaimArgs {
+  Datum values[3];
+};
+
+ClaimArgs claim_args(FunctionCallInfo fcinfo) {
+  require(fcinfo, 0, "run_id");
+  require(fcinfo, 1, "claim_token");
+  timestamp_arg(fcinfo, 2, "now");
+  return ClaimArgs{{PG_GETARG_DATUM(0), PG_GETARG_DATUM(1), PG_GETARG_DATUM(2)}};
+}
+
+Datum refresh_claim(FunctionCallInfo fcinfo) {
+  const ClaimArgs args = claim_args(fcinfo);
+  spi_connect();
+  const bool refreshed = spi_execute(refresh_statement, args.values, nullptr) == 1;
+  spi_finish();
+  return BoolGetDatum(refreshed);
+}
+
+Datum release_claim(FunctionCallInfo fcinfo) {
+  const ClaimArgs args = claim_args(fcinfo);
+  spi_connect();
+  if (spi_execute(release_statement, args.values, nullptr) == 1) {
+    bool isnull = false;
+    notify_due(text_value(spi_value(0, 1, &isnull)));
+  }
+  spi_finish();
+  PG_RETURN_VOID();
+}
+
+}  // namespace
+
+}  // namespace docket::pg
+
+DOCKET_FUNCTION(docket_refresh_claim, docket::pg::refresh_claim)
+DOCKET_FUNCTION(docket_release_claim, docket::pg::release_claim)

@@ -1,0 +1,52 @@
+#include "pg/spi.hpp"
+
+namespace docket::pg {
+
+void spi_connect() {
+  call([] {
+    if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "docket: SPI_connect failed");
+  });
+}
+
+void spi_finish() {
+  call([] {
+    if (SPI_finish() != SPI_OK_FINISH) elog(ERROR, "docket: SPI_finish failed");
+  });
+}
+
+static SPIPlanPtr prepared(Statement& statement) {
+  if (statement.plan == nullptr) {
+    statement.plan = call([&] {
+      SPIPlanPtr plan = SPI_prepare(statement.sql, statement.nargs, statement.types);
+      if (plan == nullptr)
+        elog(ERROR, "docket: SPI_prepare failed (%s): %s", SPI_result_code_string(SPI_result),
+             statement.sql);
+      if (SPI_keepplan(plan) != 0) elog(ERROR, "docket: SPI_keepplan failed");
+      return plan;
+    });
+  }
+  return statement.plan;
+}
+
+std::uint64_t spi_execute(Statement& statement, const Datum* values, const char* nulls,
+                          long row_limit) {
+  SPIPlanPtr plan = prepared(statement);
+  return call([&] {
+    int rc = SPI_execute_plan(plan, const_cast<Datum*>(values), nulls, false, row_limit);
+    if (rc < 0)
+      elog(ERROR, "docket: statement failed (%s): %s", SPI_result_code_string(rc), statement.sql);
+    return static_cast<std::uint64_t>(SPI_processed);
+  });
+}
+
+Datum spi_value(std::uint64_t row, int column, bool* isnull) {
+  return call([&] {
+    return SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, column, isnull);
+  });
+}
+
+Datum spi_transfer(Datum value, bool by_value, int length) {
+  return call([&] { return SPI_datumTransfer(value, by_value, length); });
+}
+
+}  // namespace docket::pg

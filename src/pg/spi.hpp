@@ -1,0 +1,36 @@
+// SPI with statements prepared once per backend (SPI_prepare + SPI_keepplan).
+#pragma once
+
+#include <cstdint>
+
+#include "pg/boundary.hpp"
+
+namespace docket::pg {
+
+// A statement of the run store. Declare it `static Statement s{sql, n, {types}}`:
+// a trivially constructible aggregate, prepared on first use and kept.
+struct Statement {
+  const char* sql;
+  int nargs;
+  Oid types[16];
+  SPIPlanPtr plan;
+};
+
+// SPI_connect / SPI_finish. Only the success path finishes: after an error
+// the transaction (or subtransaction) abort cleans the SPI stack up.
+void spi_connect();
+void spi_finish();
+
+// Executes a statement; `nulls` is SPI's ' '/'n' array (nullptr: no NULLs).
+// Returns the number of rows processed; rows are read with spi_value.
+std::uint64_t spi_execute(Statement& statement, const Datum* values, const char* nulls,
+                          long row_limit = 0);
+
+// Column `column` (1-based) of row `row` of the last result.
+Datum spi_value(std::uint64_t row, int column, bool* isnull);
+
+// Copies a by-reference datum out of SPI memory into the caller's context, so
+// it survives spi_finish.
+Datum spi_transfer(Datum value, bool by_value, int length);
+
+}  // namespace docket::pg
