@@ -35,8 +35,8 @@ void check_fence(const StoredRun& stored, std::int64_t expected_checkpoint_seq,
                                   std::to_string(stored.checkpoint_seq) + ", not " +
                                   std::to_string(expected_checkpoint_seq));
   if (!stored.claim_token || *stored.claim_token != claim_token)
-    fail(Reason::stale_fence, "run " + stored.run_id + " is not claimed by token " +
-                                  token_text(claim_token));
+    // The token itself stays out of the message: it is the holder's authority.
+    fail(Reason::stale_fence, "run " + stored.run_id + " is not held by this claim token");
 }
 
 void check_identity(const StoredRun& stored, const RunDoc& run, Reason reason) {

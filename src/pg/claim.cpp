@@ -1,0 +1,255 @@
+// claim_due: one atomic scan that turns due and expired runs into leases or
+// poison. The core decides which candidates and what happens to each; this
+// file only fetches candidates, applies the decisions and returns the rows.
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/claim.hpp"
+#include "pg/datum.hpp"
+#include "pg/spi.hpp"
+
+namespace docket::pg {
+
+namespace {
+
+// Candidate scans, one per class, each with and without a queue. The WHERE
+// clauses repeat the partial index predicates of runs_ready(_queue) and
+// runs_claimed(_queue) word for word so the planner can use them, and the
+// ORDER BY is the index order; sql/plans_claim.sql pins these plans.
+// Columns: run_id, eligible column (wake_at or claimed_at), claim_attempts.
+Statement ready_statement{
+    "SELECT run_id, wake_at, claim_attempts FROM docket.runs"
+    " WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL"
+    " AND wake_at IS NOT NULL AND wake_at <= $1"
+    " ORDER BY wake_at, run_id LIMIT $2 FOR UPDATE SKIP LOCKED",
+    2,
+    {TIMESTAMPTZOID, INT8OID},
+    nullptr};
+
+Statement ready_queue_statement{
+    "SELECT run_id, wake_at, claim_attempts FROM docket.runs"
+    " WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL"
+    " AND wake_at IS NOT NULL AND queue = $3 AND wake_at <= $1"
+    " ORDER BY wake_at, run_id LIMIT $2 FOR UPDATE SKIP LOCKED",
+    3,
+    {TIMESTAMPTZOID, INT8OID, TEXTOID},
+    nullptr};
+
+// $1 is the expiry cutoff: claimed_at < cutoff means now - claimed_at > ttl.
+Statement expired_statement{
+    "SELECT run_id, claimed_at, claim_attempts FROM docket.runs"
+    " WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NOT NULL"
+    " AND claimed_at < $1"
+    " ORDER BY claimed_at, run_id LIMIT $2 FOR UPDATE SKIP LOCKED",
+    2,
+    {TIMESTAMPTZOID, INT8OID},
+    nullptr};
+
+Statement expired_queue_statement{
+    "SELECT run_id, claimed_at, claim_attempts FROM docket.runs"
+    " WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NOT NULL"
+    " AND queue = $3 AND claimed_at < $1"
+    " ORDER BY claimed_at, run_id LIMIT $2 FOR UPDATE SKIP LOCKED",
+    3,
+    {TIMESTAMPTZOID, INT8OID, TEXTOID},
+    nullptr};
+
+// Both updates touch only rows this transaction has just locked, by primary
+// key: never `UPDATE ... FROM cte`, whose generic plan can turn into a join
+// over the whole table. Both return the same columns (see Returned).
+Statement lease_statement{
+    "UPDATE docket.runs SET claim_token = gen_random_uuid(), claimed_at = $2, wake_at = NULL,"
+    " claim_attempts = claim_attempts + 1"
+    " WHERE run_id = ANY($1)"
+    " RETURNING run_id, tenant_id, graph_id, graph_hash, checkpoint_seq, claim_token,"
+    " claimed_at, claim_attempts, poisoned_at, poison_reason, queue",
+    2,
+    {TEXTARRAYOID, TIMESTAMPTZOID},
+    nullptr};
+
+Statement poison_statement{
+    "UPDATE docket.runs SET claim_token = NULL, claimed_at = NULL, wake_at = NULL,"
+    " poisoned_at = $2, poison_reason = 'max_claim_attempts_exceeded'"
+    " WHERE run_id = ANY($1)"
+    " RETURNING run_id, tenant_id, graph_id, graph_hash, checkpoint_seq, claim_token,"
+    " claimed_at, claim_attempts, poisoned_at, poison_reason, queue",
+    2,
+    {TEXTARRAYOID, TIMESTAMPTZOID},
+    nullptr};
+
+// Columns of the RETURNING lists above, 1-based.
+enum Returned {
+  r_run_id = 1,
+  r_tenant_id,
+  r_graph_id,
+  r_graph_hash,
+  r_checkpoint_seq,
+  r_claim_token,
+  r_claimed_at,
+  r_claim_attempts,
+  r_poisoned_at,
+  r_poison_reason,
+  r_queue,
+};
+
+// Columns of claim_due's result, 0-based.
+enum Output {
+  o_outcome,
+  o_run_id,
+  o_tenant_id,
+  o_graph_id,
+  o_graph_hash,
+  o_checkpoint_seq,
+  o_claim_token,
+  o_claimed_at,
+  o_claim_attempt,
+  o_orphan_ttl_ms,
+  o_poisoned_at,
+  o_poison_reason,
+  o_queue,
+  o_columns
+};
+
+struct OutputRow {
+  Datum values[o_columns];
+  bool nulls[o_columns];
+};
+
+struct ClaimArgs {
+  ClaimPolicy policy;
+  std::optional<std::string> queue;
+};
+
+ClaimArgs claim_args(FunctionCallInfo fcinfo) {
+  ClaimArgs args;
+  args.policy.now = timestamp_arg(fcinfo, 0, "now");
+  args.policy.limit = int32_arg(fcinfo, 1, "claim_limit");
+  args.policy.orphan_ttl_ms = int64_arg(fcinfo, 2, "orphan_ttl_ms");
+  args.policy.max_claim_attempts = int32_arg(fcinfo, 3, "max_claim_attempts");
+  validate_claim_policy(args.policy);
+  if (const auto preference = optional_text_arg(fcinfo, 4)) {
+    args.policy.preference = parse_claim_class(*preference);
+    if (!args.policy.preference)
+      fail(Reason::bad_argument,
+           "preference must be NULL, 'ready' or 'expired', got '" + *preference + "'");
+  }
+  args.queue = optional_text_arg(fcinfo, 5);
+  if (args.queue) validate_queue(*args.queue);
+  return args;
+}
+
+// Runs one candidate scan and reads its rows; `ttl_ms` turns the eligible
+// column into the eligibility time (0 for ready, the TTL for expired).
+std::vector<Candidate> scan(Statement& plain, Statement& by_queue, Micros bound,
+                            const ClaimArgs& args, std::int64_t ttl_ms) {
+  Datum values[3] = {TimestampTzGetDatum(bound), Int64GetDatum(args.policy.limit), Datum(0)};
+  const bool queued = args.queue.has_value();
+  if (queued) values[2] = text_datum(*args.queue);
+  const std::uint64_t rows = spi_execute(queued ? by_queue : plain, values, nullptr);
+  std::vector<Candidate> candidates;
+  candidates.reserve(rows);
+  for (std::uint64_t row = 0; row < rows; ++row) {
+    bool isnull = false;
+    Candidate c;
+    c.run_id = text_value(spi_value(row, 1, &isnull));
+    c.eligible_at = add_millis(DatumGetTimestampTz(spi_value(row, 2, &isnull)), ttl_ms);
+    c.claim_attempts = DatumGetInt32(spi_value(row, 3, &isnull));
+    candidates.push_back(std::move(c));
+  }
+  return candidates;
+}
+
+Datum text_array(const std::vector<std::string>& texts) {
+  return call([&] {
+    Datum* elems = static_cast<Datum*>(palloc(sizeof(Datum) * (texts.size() + 1)));
+    for (std::size_t i = 0; i < texts.size(); ++i)
+      elems[i] = PointerGetDatum(
+          cstring_to_text_with_len(texts[i].data(), static_cast<int>(texts[i].size())));
+    return PointerGetDatum(
+        construct_array(elems, static_cast<int>(texts.size()), TEXTOID, -1, false, TYPALIGN_INT));
+  });
+}
+
+// Applies one update to `ids` and files each returned row at its place in
+// the output (`position` maps run_id to it), copied out of SPI memory.
+// `outcome` must live outside SPI memory.
+void apply(Statement& statement, const std::vector<std::string>& ids, Micros now, Datum outcome,
+           std::int64_t ttl_ms, const std::unordered_map<std::string, std::size_t>& position,
+           std::vector<OutputRow>& output) {
+  if (ids.empty()) return;
+  const Datum values[2] = {text_array(ids), TimestampTzGetDatum(now)};
+  const std::uint64_t rows = spi_execute(statement, values, nullptr);
+  if (rows != ids.size()) throw std::logic_error("claim_due: a locked candidate was not updated");
+  for (std::uint64_t row = 0; row < rows; ++row) {
+    bool isnull = false;
+    const std::string run_id = text_value(spi_value(row, r_run_id, &isnull));
+    OutputRow& out = output.at(position.at(run_id));
+    auto copy = [&](Output to, Returned from, bool by_value, int length) {
+      bool null = false;
+      const Datum value = spi_value(row, from, &null);
+      out.nulls[to] = null;
+      out.values[to] = null ? Datum(0) : spi_transfer(value, by_value, length);
+    };
+    out.values[o_outcome] = outcome;
+    out.nulls[o_outcome] = false;
+    copy(o_run_id, r_run_id, false, -1);
+    copy(o_tenant_id, r_tenant_id, false, -1);
+    copy(o_graph_id, r_graph_id, false, -1);
+    copy(o_graph_hash, r_graph_hash, false, -1);
+    copy(o_checkpoint_seq, r_checkpoint_seq, FLOAT8PASSBYVAL, 8);
+    copy(o_claim_token, r_claim_token, false, UUID_LEN);
+    copy(o_claimed_at, r_claimed_at, FLOAT8PASSBYVAL, 8);
+    copy(o_claim_attempt, r_claim_attempts, true, 4);
+    out.values[o_orphan_ttl_ms] = Int64GetDatum(ttl_ms);
+    out.nulls[o_orphan_ttl_ms] = false;
+    copy(o_poisoned_at, r_poisoned_at, FLOAT8PASSBYVAL, 8);
+    copy(o_poison_reason, r_poison_reason, false, -1);
+    copy(o_queue, r_queue, false, -1);
+  }
+}
+
+Datum claim_due(FunctionCallInfo fcinfo) {
+  const ClaimArgs args = claim_args(fcinfo);
+  const ClaimPolicy& policy = args.policy;
+  call([&] { InitMaterializedSRF(fcinfo, 0); });
+  auto* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
+  const Datum lease_text = text_datum("lease");  // before SPI: outlives spi_finish
+  const Datum poisoned_text = text_datum("poisoned");
+
+  spi_connect();
+  const std::vector<Candidate> ready =
+      scan(ready_statement, ready_queue_statement, policy.now, args, 0);
+  const std::vector<Candidate> expired = scan(expired_statement, expired_queue_statement,
+                                              expiry_cutoff(policy), args, policy.orphan_ttl_ms);
+  const std::vector<Pick> picks = select_candidates(ready, expired, policy);
+
+  std::vector<std::string> lease_ids;
+  std::vector<std::string> poison_ids;
+  std::unordered_map<std::string, std::size_t> position;
+  for (std::size_t i = 0; i < picks.size(); ++i) {
+    const Candidate& c =
+        picks[i].cls == ClaimClass::ready ? ready[picks[i].index] : expired[picks[i].index];
+    position.emplace(c.run_id, i);
+    const ClaimDecision decision = decide_claim(c.claim_attempts, policy.max_claim_attempts);
+    (decision.kind == ClaimDecision::Kind::lease ? lease_ids : poison_ids).push_back(c.run_id);
+  }
+
+  std::vector<OutputRow> output(picks.size());
+  apply(lease_statement, lease_ids, policy.now, lease_text, policy.orphan_ttl_ms, position, output);
+  apply(poison_statement, poison_ids, policy.now, poisoned_text, policy.orphan_ttl_ms, position,
+        output);
+  spi_finish();
+
+  for (OutputRow& row : output)
+    call([&] { tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row.values, row.nulls); });
+  return Datum(0);
+}
+
+}  // namespace
+
+}  // namespace docket::pg
+
+DOCKET_FUNCTION(docket_claim_due, docket::pg::claim_due)

@@ -1,0 +1,32 @@
+// What commit and mutate_run share: locking a visible run and writing its next
+// version with a schedule effect.
+#pragma once
+
+#include <string>
+
+#include "core/fence.hpp"
+#include "core/scope.hpp"
+#include "pg/boundary.hpp"
+
+namespace docket::pg {
+
+// A run row locked FOR UPDATE. `document` lives in SPI memory until spi_finish.
+struct LockedRun {
+  StoredRun run;
+  std::string queue;
+  Datum document;
+};
+
+// Locks run `run_id` if `scope` can see it; raises not_found otherwise. Needs
+// an open SPI connection.
+LockedRun lock_run(const Scope& scope, const std::string& run_id);
+
+// Replaces the locked run's document (stored verbatim) and columns, records
+// the checkpoint type, stamps updated_at with `now`, resets counters and
+// poison facts, applies `effect` and notifies when the run became due now.
+// Returns the stored document, copied out of SPI memory.
+Datum apply_transition(const LockedRun& locked, Datum document, const ValidProposal& proposal,
+                       const std::string& checkpoint_type, Micros now,
+                       const ScheduleEffect& effect);
+
+}  // namespace docket::pg
