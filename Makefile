@@ -34,10 +34,14 @@ EXTRA_CLEAN = test/regress_output test/isolation/output build
 override with_llvm = no
 
 .DEFAULT_GOAL := all
-.PHONY: test demo unit format format-check tidy
+.PHONY: test test-sanitize demo unit format format-check tidy
 
 test:
 	bash scripts/test.sh
+
+# The client suites under AddressSanitizer and ThreadSanitizer.
+test-sanitize:
+	bash scripts/test_sanitize.sh
 
 demo:
 	bash scripts/demo.sh
@@ -51,11 +55,14 @@ build/unit_tests: $(CORE_SRCS) $(UNIT_SRCS) $(wildcard src/core/*.hpp)
 unit: build/unit_tests
 	./build/unit_tests
 
+FORMATTED = src/core/*.[ch]pp src/pg/*.[ch]pp test/unit/*.[ch]pp client/include/docket/*.hpp \
+            client/src/*.[ch]pp client/tools/*.cpp client/test/*.[ch]pp examples/cpp/*.cpp
+
 format:
-	clang-format -i src/core/*.[ch]pp src/pg/*.[ch]pp test/unit/*.cpp
+	clang-format -i $(wildcard $(FORMATTED))
 
 format-check:
-	clang-format --dry-run --Werror src/core/*.[ch]pp src/pg/*.[ch]pp test/unit/*.cpp
+	clang-format --dry-run --Werror $(wildcard $(FORMATTED))
 
 tidy:
 	clang-tidy --quiet $(CORE_SRCS) -- -std=c++17 -Isrc

@@ -3,7 +3,7 @@
 set -euo pipefail
 PACKAGES=(postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap
           libtap-parser-sourcehandler-pgtap-perl libpqxx-dev cmake g++ make
-          googletest libgtest-dev clang-format python3-psycopg2)
+          googletest libgtest-dev clang-format python3-psycopg2 nlohmann-json3-dev)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

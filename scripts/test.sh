@@ -31,6 +31,13 @@ run_pgtap() {
 }
 suite "pgTAP" run_pgtap
 
+run_client() {
+  cmake -S client -B client/build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null &&
+    cmake --build client/build -j2 &&
+    (cd client/build && ctest --output-on-failure -j1)
+}
+suite "client (C++ library, worker pool, docketctl; ctest)" run_client
+
 for extra in test/suites/*.sh; do
   [ -e "$extra" ] || continue
   suite "$(basename "$extra" .sh)" bash "$extra"

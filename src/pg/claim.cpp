@@ -1,7 +1,6 @@
 // claim_due: one atomic scan that turns due and expired runs into leases or
 // poison. The core decides which candidates and what happens to each; this
 // file only fetches candidates, applies the decisions and returns the rows.
-#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -20,6 +19,13 @@ namespace {
 // runs_claimed(_queue) word for word so the planner can use them, and the
 // ORDER BY is the index order; sql/plans_claim.sql pins these plans.
 // Columns: run_id, eligible column (wake_at or claimed_at), claim_attempts.
+//
+// The queue variants say `queue = ANY(ARRAY[$3]) ... ORDER BY queue, ...`
+// rather than `queue = $3`: a plain equality makes the queue sort key
+// redundant, and the generic plan then prefers walking the queue-less index
+// (heap-correlated) with a queue filter, which reads every due run of every
+// other queue first. An array condition keeps the key, and only the queue
+// index delivers that order without a sort.
 Statement ready_statement{
     "SELECT run_id, wake_at, claim_attempts FROM docket.runs"
     " WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL"
@@ -32,8 +38,8 @@ Statement ready_statement{
 Statement ready_queue_statement{
     "SELECT run_id, wake_at, claim_attempts FROM docket.runs"
     " WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL"
-    " AND wake_at IS NOT NULL AND queue = $3 AND wake_at <= $1"
-    " ORDER BY wake_at, run_id LIMIT $2 FOR UPDATE SKIP LOCKED",
+    " AND wake_at IS NOT NULL AND queue = ANY(ARRAY[$3]) AND wake_at <= $1"
+    " ORDER BY queue, wake_at, run_id LIMIT $2 FOR UPDATE SKIP LOCKED",
     3,
     {TIMESTAMPTZOID, INT8OID, TEXTOID},
     nullptr};
@@ -51,8 +57,8 @@ Statement expired_statement{
 Statement expired_queue_statement{
     "SELECT run_id, claimed_at, claim_attempts FROM docket.runs"
     " WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NOT NULL"
-    " AND queue = $3 AND claimed_at < $1"
-    " ORDER BY claimed_at, run_id LIMIT $2 FOR UPDATE SKIP LOCKED",
+    " AND queue = ANY(ARRAY[$3]) AND claimed_at < $1"
+    " ORDER BY queue, claimed_at, run_id LIMIT $2 FOR UPDATE SKIP LOCKED",
     3,
     {TIMESTAMPTZOID, INT8OID, TEXTOID},
     nullptr};

@@ -34,8 +34,10 @@ CREATE FUNCTION pg_temp.runs() RETURNS text LANGUAGE sql AS $$
 CREATE FUNCTION pg_temp.cols(id text) RETURNS jsonb LANGUAGE sql AS $$
   SELECT to_jsonb(r) - 'document' FROM docket.runs r WHERE run_id = id $$;
 
+\o /dev/null
 SELECT docket.save_graph('tap-ir', 'h1', '{"nodes": []}');
 SELECT docket.save_graph('tap-ir', 'h2', '{"nodes": ["x"]}');
+\o
 
 -------------------------------------------------------------------------------
 -- Success: the stored row

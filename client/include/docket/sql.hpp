@@ -1,0 +1,127 @@
+// The sql boundary: the only code of the client that names docket's SQL
+// functions. Every statement is prepared once per connection; server errors are
+// mapped to the typed errors of errors.hpp; a broken connection during a
+// mutating call (including libpqxx's in_doubt_error on commit) becomes
+// Ambiguous, during a read ConnectionLost.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <pqxx/pqxx>
+
+#include "docket/json.hpp"
+
+namespace docket::sql {
+
+// The extension versions this client speaks.
+constexpr const char* kSupportedSchemaVersion = "0.2.0";
+
+// Registers every statement on the connection (idempotent).
+void prepare(pqxx::connection_base& connection);
+
+// The installed extension's version, or "" when docket is not installed.
+std::string schema_version(pqxx::transaction_base& tx);
+// Throws SchemaMismatch unless the installed version is supported.
+void require_supported_schema(pqxx::transaction_base& tx);
+
+// Runs `fn(tx)` in its own transaction on `connection` and commits, mapping
+// errors (mutating: a lost connection is Ambiguous; otherwise ConnectionLost).
+template <typename Fn>
+auto in_transaction(pqxx::connection_base& connection, bool mutating, Fn&& fn);
+
+// Maps the exception in flight (call from a catch block) and throws the typed error.
+[[noreturn]] void rethrow_mapped(bool mutating);
+
+// --- producer ---------------------------------------------------------------
+struct SpawnResult {
+  std::string run_id;
+  int attempt = 0;
+  bool created = false;
+};
+SpawnResult spawn_task(pqxx::transaction_base& tx, const std::string& task_name,
+                       const Json& params, const std::string& queue,
+                       const std::string& owner_scope, const Json& options);
+bool emit_event(pqxx::transaction_base& tx, const std::string& event_name, const Json& payload,
+                const std::string& owner_scope);
+bool cancel_task(pqxx::transaction_base& tx, const std::string& scope, const std::string& run_id,
+                 const std::optional<std::string>& reason);
+std::optional<Json> task_result(pqxx::transaction_base& tx, const std::string& scope,
+                                const std::string& run_id);
+std::optional<Json> fetch_run(pqxx::transaction_base& tx, const std::string& scope,
+                              const std::string& run_id);
+std::optional<Json> inspect_run(pqxx::transaction_base& tx, const std::string& scope,
+                                const std::string& run_id);
+struct ListQuery {
+  int page_limit = 50;
+  std::optional<std::string> before_started_at;  // with before_run_id
+  std::optional<std::string> before_run_id;
+  std::optional<std::string> graph_id;
+  std::optional<std::string> graph_hash;
+  std::vector<std::string> statuses;  // empty = any
+};
+Json list_runs(pqxx::transaction_base& tx, const std::string& scope, const ListQuery& query);
+Json retry_poisoned_run(pqxx::transaction_base& tx, const std::string& scope,
+                        const std::string& run_id);
+// Poisoned runs (run_id, tenant_id, queue, poisoned_at, poison_reason), oldest first.
+std::vector<Json> poisoned_runs(pqxx::transaction_base& tx, int limit);
+// Per queue: counts by state and the age of the oldest due run.
+std::vector<Json> queue_stats(pqxx::transaction_base& tx);
+
+// --- worker -----------------------------------------------------------------
+struct ClaimedTask {
+  std::string run_id;
+  std::string claim_token;
+  std::string task_name;
+  Json params;
+  Json headers;
+  int attempt = 0;
+  std::int64_t checkpoint_seq = 0;
+  std::string wake_reason;
+};
+std::vector<ClaimedTask> claim_tasks(pqxx::transaction_base& tx, const std::string& queue,
+                                     int claim_limit, std::int64_t lease_ms,
+                                     int max_claim_attempts);
+std::map<std::string, Json> step_states(pqxx::transaction_base& tx, const std::string& run_id,
+                                        const std::string& token);
+Json complete_step(pqxx::transaction_base& tx, const std::string& run_id,
+                   const std::string& token, const std::string& step_name, const Json& value);
+void heartbeat(pqxx::transaction_base& tx, const std::string& run_id, const std::string& token);
+struct Suspension {
+  bool suspended = false;  // true: the task was suspended, unwind the handler
+  Json payload;            // await_event: the event payload; await_task: the outcome
+  std::string status;      // the function's status column
+};
+// sleep_until: status "suspended" | "elapsed"; wake_at as an ISO-8601 string.
+Suspension sleep_until(pqxx::transaction_base& tx, const std::string& run_id,
+                       const std::string& token, const std::string& step_name,
+                       const std::string& wake_at);
+// sleep for a duration measured on the database clock: wake_at = docket.now() + ms,
+// recorded once (the step keeps the first wake time on replay).
+Suspension sleep_for(pqxx::transaction_base& tx, const std::string& run_id,
+                     const std::string& token, const std::string& step_name, std::int64_t ms);
+Suspension await_event(pqxx::transaction_base& tx, const std::string& run_id,
+                       const std::string& token, const std::string& step_name,
+                       const std::string& event_name, std::optional<std::int64_t> timeout_ms);
+Suspension await_task(pqxx::transaction_base& tx, const std::string& run_id,
+                      const std::string& token, const std::string& step_name,
+                      const std::string& child_run_id);
+void complete_task(pqxx::transaction_base& tx, const std::string& run_id,
+                   const std::string& token, const Json& result);
+struct FailOutcome {
+  std::string disposition;  // retry_scheduled | failed | cancelled
+  std::optional<std::string> retry_at;
+};
+FailOutcome fail_task(pqxx::transaction_base& tx, const std::string& run_id,
+                      const std::string& token, const Json& error);
+std::string defer_task(pqxx::transaction_base& tx, const std::string& run_id,
+                       const std::string& token);
+void release_claim(pqxx::transaction_base& tx, const std::string& run_id,
+                   const std::string& token);
+
+}  // namespace docket::sql
+
+#include "docket/sql_inl.hpp"

@@ -1,0 +1,329 @@
+// The sql boundary. Every docket SQL function the client calls is named here
+// and nowhere else.
+#include "docket/sql.hpp"
+
+
+#include "docket/errors.hpp"
+
+namespace docket::sql {
+
+namespace {
+
+struct StatementText {
+  const char* name;
+  const char* sql;
+};
+
+constexpr StatementText kStatements[] = {
+    {"docket_schema_version", "SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'docket'"},
+    {"docket_spawn_task",
+     "SELECT run_id, attempt, created FROM docket.spawn_task($1, $2::jsonb, $3, $4::docket.scope, "
+     "$5::jsonb)"},
+    {"docket_emit_event", "SELECT docket.emit_event($1, $2::jsonb, $3::docket.scope)"},
+    {"docket_cancel_task", "SELECT docket.cancel_task($1::docket.scope, $2, $3)"},
+    {"docket_task_result", "SELECT docket.task_result($1::docket.scope, $2)::text"},
+    {"docket_fetch_run", "SELECT docket.fetch_run($1::docket.scope, $2)::text"},
+    {"docket_inspect_run", "SELECT docket.inspect_run($1::docket.scope, $2)::text"},
+    {"docket_list_runs",
+     "SELECT docket.list_runs($1::docket.scope, $2::int, $3::timestamptz, $4, $5, $6, "
+     "$7::text[])::text"},
+    {"docket_retry_poisoned_run",
+     "SELECT docket.retry_poisoned_run($1::docket.scope, $2)::text"},
+    {"docket_poisoned_runs",
+     "SELECT pg_catalog.jsonb_build_object('run_id', run_id, 'tenant_id', tenant_id, 'queue', "
+     "queue, 'graph_id', graph_id, 'poisoned_at', poisoned_at, 'poison_reason', "
+     "poison_reason)::text FROM docket.runs WHERE poisoned_at IS NOT NULL "
+     "ORDER BY poisoned_at, run_id LIMIT $1::int"},
+    {"docket_queue_stats",
+     "SELECT pg_catalog.jsonb_build_object("
+     "'queue', queue,"
+     " 'due', count(*) FILTER (WHERE status = 'running' AND poisoned_at IS NULL"
+     "   AND claim_token IS NULL AND wake_at <= docket.now()),"
+     " 'scheduled', count(*) FILTER (WHERE status = 'running' AND poisoned_at IS NULL"
+     "   AND claim_token IS NULL AND wake_at > docket.now()),"
+     " 'claimed', count(*) FILTER (WHERE claim_token IS NOT NULL),"
+     " 'waiting', count(*) FILTER (WHERE status = 'waiting'),"
+     " 'poisoned', count(*) FILTER (WHERE poisoned_at IS NOT NULL),"
+     " 'completed', count(*) FILTER (WHERE status = 'completed'),"
+     " 'failed', count(*) FILTER (WHERE status = 'failed'),"
+     " 'cancelled', count(*) FILTER (WHERE status = 'cancelled'),"
+     " 'oldest_due_age_ms', floor(1000 * extract(epoch FROM docket.now() - min(wake_at)"
+     "   FILTER (WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL"
+     "   AND wake_at <= docket.now()))))::text"
+     " FROM docket.runs GROUP BY queue ORDER BY queue"},
+    {"docket_claim_tasks",
+     "SELECT run_id, claim_token::text, task_name, params::text, headers::text, attempt, "
+     "checkpoint_seq, wake_reason FROM docket.claim_tasks($1, $2::int, $3::bigint, $4::int)"},
+    {"docket_step_states",
+     "SELECT step_name, value::text FROM docket.step_states($1, $2::uuid)"},
+    {"docket_complete_step",
+     "SELECT docket.complete_step($1, $2::uuid, $3, $4::jsonb)::text"},
+    {"docket_heartbeat", "SELECT docket.heartbeat($1, $2::uuid)"},
+    {"docket_sleep_until",
+     "SELECT status, resume_at::text FROM docket.sleep_until($1, $2::uuid, $3, $4::timestamptz)"},
+    {"docket_sleep_for",
+     "SELECT status, resume_at::text FROM docket.sleep_until($1, $2::uuid, $3, "
+     "docket.now() + $4::bigint * interval '1 millisecond')"},
+    {"docket_await_event",
+     "SELECT status, payload::text FROM docket.await_event($1, $2::uuid, $3, $4, $5::bigint)"},
+    {"docket_await_task",
+     "SELECT status, outcome::text FROM docket.await_task($1, $2::uuid, $3, $4)"},
+    {"docket_complete_task", "SELECT docket.complete_task($1, $2::uuid, $3::jsonb)"},
+    {"docket_fail_task",
+     "SELECT disposition, retry_at::text FROM docket.fail_task($1, $2::uuid, $3::jsonb)"},
+    {"docket_defer_task", "SELECT docket.defer_task($1, $2::uuid)"},
+    {"docket_release_claim", "SELECT docket.release_claim($1, $2::uuid)"},
+};
+
+Json parse_json(const pqxx::field& field) {
+  if (field.is_null()) return nullptr;
+  return Json::parse(field.c_str());
+}
+
+std::optional<Json> optional_json(const pqxx::result& result) {
+  if (result.empty() || result[0][0].is_null()) return std::nullopt;
+  return Json::parse(result[0][0].c_str());
+}
+
+const char* or_null(const std::optional<std::string>& value) {
+  return value ? value->c_str() : nullptr;
+}
+
+bool connection_class(const std::string& sqlstate) {
+  // 08xxx connection exceptions; 57P01..57P03 the server going away.
+  return sqlstate.rfind("08", 0) == 0 || sqlstate == "57P01" || sqlstate == "57P02" ||
+         sqlstate == "57P03";
+}
+
+[[noreturn]] void throw_for_sqlstate(const std::string& state, const std::string& message,
+                                     bool mutating) {
+  if (state == "DK001") throw StaleFence(state, message);
+  if (state == "DK002") throw InvalidCommit(state, message);
+  if (state == "DK003") throw NotFound(state, message);
+  if (state == "DK004") throw InactiveRun(state, message);
+  if (state == "DK005") throw InvalidMutation(state, message);
+  if (state == "DK006") throw GraphConflict(state, message);
+  if (state == "DK007") throw InvalidRun(state, message);
+  if (state == "DK010") throw Cancelled(state, message);
+  if (state == "22023") throw BadArgument(state, message);
+  if (state == "23505") throw DuplicateRun(state, message);
+  if (connection_class(state)) {
+    if (mutating) throw Ambiguous(state, "connection lost during a mutating call: " + message);
+    throw ConnectionLost(state, message);
+  }
+  throw ServerError(state, message);
+}
+
+}  // namespace
+
+void prepare(pqxx::connection_base& connection) {
+  for (const StatementText& statement : kStatements) {
+    connection.prepare(statement.name, statement.sql);
+  }
+}
+
+void rethrow_mapped(bool mutating) {
+  try {
+    throw;
+  } catch (const Error&) {
+    throw;
+  } catch (const pqxx::in_doubt_error& e) {
+    throw Ambiguous("", std::string("commit outcome unknown: ") + e.what());
+  } catch (const pqxx::statement_completion_unknown& e) {
+    throw Ambiguous("", std::string("statement outcome unknown: ") + e.what());
+  } catch (const pqxx::broken_connection& e) {
+    if (mutating) throw Ambiguous("", std::string("connection lost during a mutating call: ") + e.what());
+    throw ConnectionLost("", e.what());
+  } catch (const pqxx::sql_error& e) {
+    throw_for_sqlstate(e.sqlstate(), e.what(), mutating);
+  }
+}
+
+std::string schema_version(pqxx::transaction_base& tx) {
+  const pqxx::result r = tx.exec_prepared("docket_schema_version");
+  return r.empty() ? std::string() : r[0][0].as<std::string>();
+}
+
+void require_supported_schema(pqxx::transaction_base& tx) {
+  const std::string version = schema_version(tx);
+  if (version != kSupportedSchemaVersion)
+    throw SchemaMismatch("", "docket schema version \"" + version + "\" is not supported (need " +
+                                 kSupportedSchemaVersion + ")");
+}
+
+SpawnResult spawn_task(pqxx::transaction_base& tx, const std::string& task_name,
+                       const Json& params, const std::string& queue,
+                       const std::string& owner_scope, const Json& options) {
+  const pqxx::row row = tx.exec_prepared1("docket_spawn_task", task_name, params.dump(), queue,
+                                          owner_scope, options.dump());
+  return SpawnResult{row[0].as<std::string>(), row[1].as<int>(), row[2].as<bool>()};
+}
+
+bool emit_event(pqxx::transaction_base& tx, const std::string& event_name, const Json& payload,
+                const std::string& owner_scope) {
+  return tx.exec_prepared1("docket_emit_event", event_name, payload.dump(), owner_scope)[0]
+      .as<bool>();
+}
+
+bool cancel_task(pqxx::transaction_base& tx, const std::string& scope, const std::string& run_id,
+                 const std::optional<std::string>& reason) {
+  return tx.exec_prepared1("docket_cancel_task", scope, run_id, or_null(reason))[0].as<bool>();
+}
+
+std::optional<Json> task_result(pqxx::transaction_base& tx, const std::string& scope,
+                                const std::string& run_id) {
+  return optional_json(tx.exec_prepared("docket_task_result", scope, run_id));
+}
+
+std::optional<Json> fetch_run(pqxx::transaction_base& tx, const std::string& scope,
+                              const std::string& run_id) {
+  return optional_json(tx.exec_prepared("docket_fetch_run", scope, run_id));
+}
+
+std::optional<Json> inspect_run(pqxx::transaction_base& tx, const std::string& scope,
+                                const std::string& run_id) {
+  return optional_json(tx.exec_prepared("docket_inspect_run", scope, run_id));
+}
+
+Json list_runs(pqxx::transaction_base& tx, const std::string& scope, const ListQuery& query) {
+  std::optional<std::string> statuses;
+  if (!query.statuses.empty()) {
+    std::string array = "{";
+    for (std::size_t i = 0; i < query.statuses.size(); ++i) {
+      if (i > 0) array += ',';
+      array += '"';
+      for (const char c : query.statuses[i]) {
+        if (c == '"' || c == '\\') array += '\\';
+        array += c;
+      }
+      array += '"';
+    }
+    statuses = array + "}";
+  }
+  const pqxx::row row = tx.exec_prepared1(
+      "docket_list_runs", scope, query.page_limit, or_null(query.before_started_at),
+      or_null(query.before_run_id), or_null(query.graph_id), or_null(query.graph_hash),
+      or_null(statuses));
+  return parse_json(row[0]);
+}
+
+Json retry_poisoned_run(pqxx::transaction_base& tx, const std::string& scope,
+                        const std::string& run_id) {
+  return parse_json(tx.exec_prepared1("docket_retry_poisoned_run", scope, run_id)[0]);
+}
+
+std::vector<Json> poisoned_runs(pqxx::transaction_base& tx, int limit) {
+  std::vector<Json> out;
+  for (const pqxx::row& row : tx.exec_prepared("docket_poisoned_runs", limit))
+    out.push_back(parse_json(row[0]));
+  return out;
+}
+
+std::vector<Json> queue_stats(pqxx::transaction_base& tx) {
+  std::vector<Json> out;
+  for (const pqxx::row& row : tx.exec_prepared("docket_queue_stats"))
+    out.push_back(parse_json(row[0]));
+  return out;
+}
+
+std::vector<ClaimedTask> claim_tasks(pqxx::transaction_base& tx, const std::string& queue,
+                                     int claim_limit, std::int64_t lease_ms,
+                                     int max_claim_attempts) {
+  std::vector<ClaimedTask> out;
+  for (const pqxx::row& row :
+       tx.exec_prepared("docket_claim_tasks", queue, claim_limit, lease_ms, max_claim_attempts)) {
+    ClaimedTask task;
+    task.run_id = row[0].as<std::string>();
+    task.claim_token = row[1].as<std::string>();
+    task.task_name = row[2].as<std::string>();
+    task.params = parse_json(row[3]);
+    task.headers = parse_json(row[4]);
+    task.attempt = row[5].as<int>();
+    task.checkpoint_seq = row[6].as<std::int64_t>();
+    task.wake_reason = row[7].is_null() ? std::string() : row[7].as<std::string>();
+    out.push_back(std::move(task));
+  }
+  return out;
+}
+
+std::map<std::string, Json> step_states(pqxx::transaction_base& tx, const std::string& run_id,
+                                        const std::string& token) {
+  std::map<std::string, Json> out;
+  for (const pqxx::row& row : tx.exec_prepared("docket_step_states", run_id, token))
+    out.emplace(row[0].as<std::string>(), parse_json(row[1]));
+  return out;
+}
+
+Json complete_step(pqxx::transaction_base& tx, const std::string& run_id,
+                   const std::string& token, const std::string& step_name, const Json& value) {
+  return parse_json(
+      tx.exec_prepared1("docket_complete_step", run_id, token, step_name, value.dump())[0]);
+}
+
+void heartbeat(pqxx::transaction_base& tx, const std::string& run_id, const std::string& token) {
+  tx.exec_prepared("docket_heartbeat", run_id, token);
+}
+
+namespace {
+Suspension suspension(const pqxx::row& row) {
+  Suspension s;
+  s.status = row[0].as<std::string>();
+  s.suspended = s.status == "suspended";
+  s.payload = row[1].is_null() ? Json(nullptr) : Json::parse(row[1].c_str(), nullptr, false);
+  if (s.payload.is_discarded()) s.payload = row[1].as<std::string>();  // a timestamp text
+  return s;
+}
+}  // namespace
+
+Suspension sleep_until(pqxx::transaction_base& tx, const std::string& run_id,
+                       const std::string& token, const std::string& step_name,
+                       const std::string& wake_at) {
+  return suspension(tx.exec_prepared1("docket_sleep_until", run_id, token, step_name, wake_at));
+}
+
+Suspension sleep_for(pqxx::transaction_base& tx, const std::string& run_id,
+                     const std::string& token, const std::string& step_name, std::int64_t ms) {
+  return suspension(tx.exec_prepared1("docket_sleep_for", run_id, token, step_name, ms));
+}
+
+Suspension await_event(pqxx::transaction_base& tx, const std::string& run_id,
+                       const std::string& token, const std::string& step_name,
+                       const std::string& event_name, std::optional<std::int64_t> timeout_ms) {
+  const std::optional<std::string> timeout =
+      timeout_ms ? std::optional<std::string>(std::to_string(*timeout_ms)) : std::nullopt;
+  return suspension(tx.exec_prepared1("docket_await_event", run_id, token, step_name, event_name,
+                                      or_null(timeout)));
+}
+
+Suspension await_task(pqxx::transaction_base& tx, const std::string& run_id,
+                      const std::string& token, const std::string& step_name,
+                      const std::string& child_run_id) {
+  return suspension(
+      tx.exec_prepared1("docket_await_task", run_id, token, step_name, child_run_id));
+}
+
+void complete_task(pqxx::transaction_base& tx, const std::string& run_id,
+                   const std::string& token, const Json& result) {
+  tx.exec_prepared("docket_complete_task", run_id, token, result.dump());
+}
+
+FailOutcome fail_task(pqxx::transaction_base& tx, const std::string& run_id,
+                      const std::string& token, const Json& error) {
+  const pqxx::row row = tx.exec_prepared1("docket_fail_task", run_id, token, error.dump());
+  FailOutcome out;
+  out.disposition = row[0].as<std::string>();
+  if (!row[1].is_null()) out.retry_at = row[1].as<std::string>();
+  return out;
+}
+
+std::string defer_task(pqxx::transaction_base& tx, const std::string& run_id,
+                       const std::string& token) {
+  return tx.exec_prepared1("docket_defer_task", run_id, token)[0].as<std::string>();
+}
+
+void release_claim(pqxx::transaction_base& tx, const std::string& run_id,
+                   const std::string& token) {
+  tx.exec_prepared("docket_release_claim", run_id, token);
+}
+
+}  // namespace docket::sql

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# make test-sanitize: the client suites built with AddressSanitizer, then with
+# ThreadSanitizer, against a throwaway cluster.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/deps.sh || exit 1
+make -s || exit 1
+make -s install >/dev/null || exit 1
+
+export DOCKET_PGPORT=${DOCKET_PGPORT:-54328}
+export PGHOST=127.0.0.1 PGPORT=$DOCKET_PGPORT PGUSER=postgres
+bash scripts/cluster.sh start || exit 1
+trap 'bash scripts/cluster.sh stop' EXIT
+
+status=0
+for sanitizer in address thread; do
+  dir=client/build-$sanitizer
+  echo "=== client suites under ${sanitizer} sanitizer"
+  if cmake -S client -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DDOCKET_SANITIZE=$sanitizer >/dev/null &&
+     cmake --build "$dir" -j2 &&
+     (cd "$dir" && ASAN_OPTIONS=detect_leaks=1 TSAN_OPTIONS=halt_on_error=1 \
+        ctest --output-on-failure -j1); then
+    echo "=== ${sanitizer}: ok"
+  else
+    echo "=== ${sanitizer}: FAILED"
+    status=1
+  fi
+done
+exit $status

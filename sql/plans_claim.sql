@@ -1,0 +1,69 @@
+-- Plans of the claim path (claim_due, abandon_claim, retry_poisoned_run),
+-- pinned as generic plans: each candidate scan must walk its partial index in
+-- (eligible column, run_id) order, and each update must find its rows by the
+-- primary key. Each PREPARE repeats the statement text of src/pg/claim.cpp,
+-- abandon.cpp and poison.cpp word for word; change both together.
+CREATE EXTENSION docket;
+SET plan_cache_mode = force_generic_plan;
+
+-- 2400 runs over four queues and two tenants: half running, the rest waiting
+-- or terminal, due one every 15 seconds from 2024-01-01 00:00. Then claims make
+-- some running runs leased, some of those leases expire and some runs poisoned.
+-- (With a few hundred rows a sequential scan is cheaper than ten primary key
+-- probes, the generic estimate for `= ANY($1)`, and the updates' plans flip.)
+SELECT docket.save_graph('graph-1', 'hash-1', '{}');
+SELECT count(*) FROM (
+  SELECT docket.insert_run(
+           CASE WHEN i % 3 = 0 THEN 'tenantless' ELSE 'tenant:t' || (i % 2) END,
+           jsonb_build_object(
+             'id', 'run-' || lpad(i::text, 4, '0'), 'graph_id', 'graph-1', 'graph_hash', 'hash-1',
+             'status', (ARRAY['running', 'running', 'running', 'waiting', 'completed', 'failed'])[i % 6 + 1],
+             'checkpoint_seq', 0, 'started_at', '2024-01-01T00:00:00Z'),
+           'run_initialized', timestamptz '2024-01-01 00:00:00+00' + i * interval '15 seconds',
+           'q' || (i % 4))
+    FROM generate_series(1, 2400) i) inserted;
+SELECT outcome, count(*) FROM docket.claim_due(now => '2024-01-01 03:00:00+00', claim_limit => 200)
+ GROUP BY outcome;
+SELECT outcome, count(*) FROM docket.claim_due(now => '2024-01-01 04:00:00+00', claim_limit => 40,
+                                               orphan_ttl_ms => 1800000, max_claim_attempts => 1)
+ GROUP BY outcome ORDER BY outcome;
+SELECT status, count(*) FILTER (WHERE claim_token IS NOT NULL) AS claimed,
+       count(*) FILTER (WHERE poisoned_at IS NOT NULL) AS poisoned,
+       count(*) FILTER (WHERE claim_token IS NULL AND poisoned_at IS NULL
+                          AND wake_at <= '2024-01-01 08:00:00+00') AS due_at_8
+  FROM docket.runs GROUP BY status ORDER BY status;
+ANALYZE docket.runs;
+
+-- claim_due, ready class: runs_ready / runs_ready_queue in (wake_at, run_id) order.
+PREPARE ready (timestamptz, bigint) AS SELECT run_id, wake_at, claim_attempts FROM docket.runs WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL AND wake_at IS NOT NULL AND wake_at <= $1 ORDER BY wake_at, run_id LIMIT $2 FOR UPDATE SKIP LOCKED;
+EXPLAIN (COSTS OFF) EXECUTE ready ('2024-01-01 08:00:00+00', 10);
+PREPARE ready_queue (timestamptz, bigint, text) AS SELECT run_id, wake_at, claim_attempts FROM docket.runs WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL AND wake_at IS NOT NULL AND queue = ANY(ARRAY[$3]) AND wake_at <= $1 ORDER BY queue, wake_at, run_id LIMIT $2 FOR UPDATE SKIP LOCKED;
+EXPLAIN (COSTS OFF) EXECUTE ready_queue ('2024-01-01 08:00:00+00', 10, 'q1');
+
+-- claim_due, expired class: runs_claimed / runs_claimed_queue in (claimed_at, run_id) order.
+PREPARE expired (timestamptz, bigint) AS SELECT run_id, claimed_at, claim_attempts FROM docket.runs WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NOT NULL AND claimed_at < $1 ORDER BY claimed_at, run_id LIMIT $2 FOR UPDATE SKIP LOCKED;
+EXPLAIN (COSTS OFF) EXECUTE expired ('2024-01-01 07:30:00+00', 10);
+PREPARE expired_queue (timestamptz, bigint, text) AS SELECT run_id, claimed_at, claim_attempts FROM docket.runs WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NOT NULL AND queue = ANY(ARRAY[$3]) AND claimed_at < $1 ORDER BY queue, claimed_at, run_id LIMIT $2 FOR UPDATE SKIP LOCKED;
+EXPLAIN (COSTS OFF) EXECUTE expired_queue ('2024-01-01 07:30:00+00', 10, 'q1');
+
+-- claim_due, the lease and poison updates: the primary key, never a join.
+PREPARE lease (text[], timestamptz) AS UPDATE docket.runs SET claim_token = gen_random_uuid(), claimed_at = $2, wake_at = NULL, claim_attempts = claim_attempts + 1 WHERE run_id = ANY($1) RETURNING run_id, tenant_id, graph_id, graph_hash, checkpoint_seq, claim_token, claimed_at, claim_attempts, poisoned_at, poison_reason, queue;
+EXPLAIN (COSTS OFF) EXECUTE lease ('{run-0001,run-0002,run-0007}', '2024-01-01 08:00:00+00');
+PREPARE poison (text[], timestamptz) AS UPDATE docket.runs SET claim_token = NULL, claimed_at = NULL, wake_at = NULL, poisoned_at = $2, poison_reason = 'max_claim_attempts_exceeded' WHERE run_id = ANY($1) RETURNING run_id, tenant_id, graph_id, graph_hash, checkpoint_seq, claim_token, claimed_at, claim_attempts, poisoned_at, poison_reason, queue;
+EXPLAIN (COSTS OFF) EXECUTE poison ('{run-0001,run-0002,run-0007}', '2024-01-01 08:00:00+00');
+
+-- abandon_claim: lock by primary key, update by primary key.
+PREPARE abandon_lookup (text) AS SELECT claim_token, checkpoint_seq, claim_attempts, claim_abandons, queue FROM docket.runs WHERE run_id = $1 FOR UPDATE;
+EXPLAIN (COSTS OFF) EXECUTE abandon_lookup ('run-0001');
+PREPARE abandon_reschedule (text, int, int, timestamptz) AS UPDATE docket.runs SET claim_token = NULL, claimed_at = NULL, claim_attempts = $2, claim_abandons = $3, wake_at = $4 WHERE run_id = $1;
+EXPLAIN (COSTS OFF) EXECUTE abandon_reschedule ('run-0001', 0, 1, '2024-01-01 08:00:00+00');
+PREPARE abandon_poison (text, int, int, timestamptz) AS UPDATE docket.runs SET claim_token = NULL, claimed_at = NULL, claim_attempts = $2, claim_abandons = $3, wake_at = NULL, poisoned_at = $4, poison_reason = 'max_claim_abandons_exceeded' WHERE run_id = $1;
+EXPLAIN (COSTS OFF) EXECUTE abandon_poison ('run-0001', 0, 1, '2024-01-01 08:00:00+00');
+
+-- retry_poisoned_run: lock by primary key with the scope as a filter, update by primary key.
+PREPARE recover_lookup (text, bool, text) AS SELECT status, poisoned_at IS NOT NULL, queue, document FROM docket.runs WHERE run_id = $1 AND ($2 OR tenant_id IS NOT DISTINCT FROM $3) FOR UPDATE;
+EXPLAIN (COSTS OFF) EXECUTE recover_lookup ('run-0001', false, 't1');
+PREPARE recover (text, timestamptz) AS UPDATE docket.runs SET poisoned_at = NULL, poison_reason = NULL, claim_token = NULL, claimed_at = NULL, claim_attempts = 0, claim_abandons = 0, wake_at = $2 WHERE run_id = $1;
+EXPLAIN (COSTS OFF) EXECUTE recover ('run-0001', '2024-01-01 08:00:00+00');
+
+DROP EXTENSION docket CASCADE;

@@ -1,0 +1,160 @@
+-- The catalog rules of docket: every function pins its search_path, has a
+-- comment, is not executable by PUBLIC and is not SECURITY DEFINER; no table is
+-- writable by PUBLIC; every object of the extension lives in schema docket; and
+-- a role without grants gets nothing.
+BEGIN;
+SELECT plan(18);
+
+SELECT cmp_ok((SELECT count(*)::int FROM pg_proc WHERE pronamespace = 'docket'::regnamespace),
+              '>=', 15, 'schema docket has the run-store functions');
+
+SELECT is_empty($$
+  SELECT p.oid::regprocedure
+    FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+   WHERE n.nspname = 'docket'
+     AND NOT coalesce('search_path=pg_catalog, pg_temp' = ANY (p.proconfig), false)
+$$, 'every docket function sets search_path = pg_catalog, pg_temp');
+
+SELECT is_empty($$
+  SELECT p.oid::regprocedure
+    FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+   WHERE n.nspname = 'docket' AND coalesce(obj_description(p.oid, 'pg_proc'), '') = ''
+$$, 'every docket function has a comment');
+
+-- A NULL proacl is the default ACL, which lets PUBLIC execute.
+SELECT is_empty($$
+  SELECT p.oid::regprocedure
+    FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+   WHERE n.nspname = 'docket'
+     AND (p.proacl IS NULL
+          OR EXISTS (SELECT 1 FROM aclexplode(p.proacl) a
+                      WHERE a.grantee = 0 AND a.privilege_type = 'EXECUTE'))
+$$, 'no docket function is executable by PUBLIC');
+
+SELECT is_empty($$
+  SELECT p.oid::regprocedure
+    FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+   WHERE n.nspname = 'docket' AND p.prosecdef
+$$, 'no docket function is SECURITY DEFINER');
+
+SELECT is_empty($$
+  SELECT c.oid::regclass, a.privilege_type
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace,
+         aclexplode(coalesce(c.relacl, acldefault('r', c.relowner))) a
+   WHERE n.nspname = 'docket' AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
+     AND a.grantee = 0 AND a.privilege_type IN ('INSERT', 'UPDATE', 'DELETE', 'TRUNCATE')
+$$, 'no docket table is writable by PUBLIC');
+
+SELECT is_empty($$
+  SELECT c.oid::regclass, t.attname, a.privilege_type
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+    JOIN pg_attribute t ON t.attrelid = c.oid AND t.attacl IS NOT NULL,
+         aclexplode(t.attacl) a
+   WHERE n.nspname = 'docket' AND a.grantee = 0
+$$, 'no docket column carries a privilege for PUBLIC');
+
+SELECT is_empty($$
+  SELECT c.oid::regclass, a.privilege_type
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace,
+         aclexplode(coalesce(c.relacl, acldefault('s', c.relowner))) a
+   WHERE n.nspname = 'docket' AND c.relkind = 'S' AND a.grantee = 0
+$$, 'no docket sequence is usable by PUBLIC');
+
+-- Members of the extension (tables, functions, types ...), wherever they are.
+SELECT is_empty($$
+  SELECT pg_describe_object(d.classid, d.objid, d.objsubid)
+    FROM pg_depend d JOIN pg_extension e ON e.oid = d.refobjid
+   WHERE d.refclassid = 'pg_extension'::regclass AND e.extname = 'docket' AND d.deptype = 'e'
+     AND CASE d.classid
+           WHEN 'pg_class'::regclass
+             THEN (SELECT relnamespace FROM pg_class WHERE oid = d.objid)
+           WHEN 'pg_proc'::regclass
+             THEN (SELECT pronamespace FROM pg_proc WHERE oid = d.objid)
+           WHEN 'pg_type'::regclass
+             THEN (SELECT typnamespace FROM pg_type WHERE oid = d.objid)
+           WHEN 'pg_operator'::regclass
+             THEN (SELECT oprnamespace FROM pg_operator WHERE oid = d.objid)
+           WHEN 'pg_collation'::regclass
+             THEN (SELECT collnamespace FROM pg_collation WHERE oid = d.objid)
+           WHEN 'pg_conversion'::regclass
+             THEN (SELECT connamespace FROM pg_conversion WHERE oid = d.objid)
+           WHEN 'pg_ts_config'::regclass
+             THEN (SELECT cfgnamespace FROM pg_ts_config WHERE oid = d.objid)
+           WHEN 'pg_opclass'::regclass
+             THEN (SELECT opcnamespace FROM pg_opclass WHERE oid = d.objid)
+           WHEN 'pg_opfamily'::regclass
+             THEN (SELECT opfnamespace FROM pg_opfamily WHERE oid = d.objid)
+           ELSE NULL  -- an object kind without a schema (event trigger, cast ...)
+         END IS DISTINCT FROM 'docket'::regnamespace
+$$, 'every object of the extension lives in schema docket');
+
+SELECT is((SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'docket'),
+          'docket', 'the extension is installed in schema docket');
+
+-------------------------------------------------------------------------------
+-- Roles: a caller needs grants on functions and tables alike.
+-------------------------------------------------------------------------------
+
+CREATE ROLE docket_tap_nobody NOLOGIN;
+GRANT USAGE ON SCHEMA docket TO docket_tap_nobody;
+
+-- The grant recipe of docs/run-store.md for a read-only role.
+CREATE ROLE docket_tap_reader NOLOGIN;
+GRANT USAGE ON SCHEMA docket TO docket_tap_reader;
+GRANT SELECT ON docket.runs, docket.run_events, docket.graphs TO docket_tap_reader;
+GRANT EXECUTE ON FUNCTION docket.now(), docket.fetch_run(docket.scope, text),
+  docket.inspect_run(docket.scope, text),
+  docket.list_runs(docket.scope, int, timestamptz, text, text, text, text[]),
+  docket.list_events(docket.scope, text, bigint, int) TO docket_tap_reader;
+
+-- A role with EXECUTE on fetch_run only: functions run with the caller's rights.
+CREATE ROLE docket_tap_exec_only NOLOGIN;
+GRANT USAGE ON SCHEMA docket TO docket_tap_exec_only;
+GRANT EXECUTE ON FUNCTION docket.fetch_run(docket.scope, text) TO docket_tap_exec_only;
+
+-- Runs `sql` as `who` and returns 'ok' or '<SQLSTATE> <message>'. pgTAP's own
+-- bookkeeping stays with the test's role, so the switch happens in here.
+CREATE FUNCTION pg_temp.as_role(who text, sql text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  outcome text := 'ok';
+BEGIN
+  EXECUTE format('SET LOCAL ROLE %I', who);
+  BEGIN
+    EXECUTE sql;
+  EXCEPTION WHEN OTHERS THEN
+    outcome := SQLSTATE || ' ' || SQLERRM;
+  END;
+  RESET ROLE;
+  RETURN outcome;
+END
+$$;
+
+SELECT is(left(pg_temp.as_role('docket_tap_nobody', 'SELECT * FROM docket.claim_due()'), 5),
+          '42501', 'USAGE on the schema alone does not let a role claim (42501)');
+SELECT is(pg_temp.as_role('docket_tap_nobody',
+                          $q$SELECT * FROM docket.claim_due(now => '2030-01-01T00:00:00Z')$q$),
+          '42501 permission denied for function claim_due',
+          'claim_due itself is refused, not only its docket.now() default');
+SELECT is(pg_temp.as_role('docket_tap_nobody', 'SELECT * FROM docket.runs'),
+          '42501 permission denied for table runs',
+          'USAGE on the schema alone does not let a role read docket.runs');
+SELECT is(pg_temp.as_role('docket_tap_nobody', $q$SELECT docket.fetch_run('system', 'x')$q$),
+          '42501 permission denied for function fetch_run',
+          'USAGE on the schema alone does not let a role fetch');
+SELECT is(pg_temp.as_role('docket_tap_exec_only', $q$SELECT docket.fetch_run('system', 'x')$q$),
+          '42501 permission denied for table runs',
+          'EXECUTE without table privileges is not enough (no SECURITY DEFINER)');
+SELECT is(pg_temp.as_role('docket_tap_reader',
+                          $q$SELECT docket.fetch_run('system', 'x'), docket.inspect_run('system', 'x'),
+                                    docket.list_runs('system', 5),
+                                    (SELECT count(*) FROM docket.list_events('system', 'x'))$q$),
+          'ok', 'the documented reader grants are enough to read');
+SELECT is(pg_temp.as_role('docket_tap_reader', $q$SELECT docket.append_events('system', 'x', '[]')$q$),
+          '42501 permission denied for function append_events',
+          'the reader cannot append events');
+SELECT is(pg_temp.as_role('docket_tap_reader',
+                          $q$INSERT INTO docket.graphs VALUES ('g', 'h', '{}', now())$q$),
+          '42501 permission denied for table graphs', 'the reader cannot write tables');
+
+SELECT * FROM finish();
+ROLLBACK;
