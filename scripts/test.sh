@@ -22,7 +22,8 @@ make -s install >/dev/null || exit 1
 bash scripts/cluster.sh start || exit 1
 trap 'bash scripts/cluster.sh stop' EXIT
 
-suite "pg_regress + isolation" make -s installcheck
+suite "pg_regress (walkthrough, EXPLAIN plans)" make -s installcheck ISOLATION=
+suite "isolation specs" make -s installcheck REGRESS=
 
 run_pgtap() {
   psql -q -X -d postgres -c "DROP DATABASE IF EXISTS docket_tap" -c "CREATE DATABASE docket_tap" &&

@@ -391,6 +391,8 @@ DECLARE
   wake timestamptz;
   delay bigint;
   cancel_after bigint;
+  max_attempts bigint;
+  max_duration bigint;
   key text;
   existing text;
 BEGIN
@@ -412,7 +414,7 @@ BEGIN
       RAISE EXCEPTION 'bad_argument: unknown spawn option "%"', k USING ERRCODE = '22023';
     END IF;
   END LOOP;
-  PERFORM docket._int_option(options, 'max_attempts', 1, 1000);
+  max_attempts := docket._int_option(options, 'max_attempts', 1, 1000);
   IF options ? 'headers' AND jsonb_typeof(options -> 'headers') <> 'object' THEN
     RAISE EXCEPTION 'bad_argument: option headers must be a JSON object' USING ERRCODE = '22023';
   END IF;
@@ -447,7 +449,7 @@ BEGIN
     wake := t_now + delay * interval '1 millisecond';
   END IF;
   cancel_after := docket._int_option(options, 'cancel_after_ms', 1, 86400000 * 3650::bigint);
-  PERFORM docket._int_option(options, 'max_duration_ms', 1, 86400000 * 3650::bigint);
+  max_duration := docket._int_option(options, 'max_duration_ms', 1, 86400000 * 3650::bigint);
 
   -- The idempotency key is claimed first: a duplicate returns the existing task.
   INSERT INTO docket.tasks AS t (run_id, tenant_key, queue, task_name, params, headers,
@@ -455,11 +457,11 @@ BEGIN
                                  max_duration_ms, created_at)
   VALUES (new_id, tenant, spawn_task.queue, spawn_task.task_name, params,
           coalesce(options -> 'headers', '{}'),
-          coalesce((options ->> 'max_attempts')::int, 5),
+          coalesce(max_attempts::int, 5),
           docket._retry_policy(options -> 'retry'), key,
           CASE WHEN cancel_after IS NOT NULL
                THEN wake + cancel_after * interval '1 millisecond' END,
-          (options ->> 'max_duration_ms')::bigint, t_now)
+          max_duration, t_now)
   ON CONFLICT (tenant_key, queue, idempotency_key) WHERE idempotency_key IS NOT NULL
   DO NOTHING;
   IF NOT FOUND THEN
@@ -496,13 +498,14 @@ DECLARE
   tenant text;
   first boolean;
   w record;
+  t_now timestamptz := docket.now();
 BEGIN
   PERFORM docket._check_name('event_name', event_name);
   tenant := docket._tenant_key(owner_scope);
   -- Locks the slot whether or not this emit is the first (ON CONFLICT DO UPDATE
   -- locks the conflicting row even when its WHERE is false).
   INSERT INTO docket.task_events AS e (tenant_key, event_name, payload, emitted_at, created_at)
-  VALUES (tenant, emit_event.event_name, payload, docket.now(), docket.now())
+  VALUES (tenant, emit_event.event_name, payload, t_now, t_now)
   ON CONFLICT ON CONSTRAINT task_events_pkey DO UPDATE
     SET payload = EXCLUDED.payload, emitted_at = EXCLUDED.emitted_at
     WHERE e.emitted_at IS NULL
@@ -511,15 +514,17 @@ BEGIN
     RETURN false;
   END IF;
   FOR w IN
-    WITH gone AS (
-      DELETE FROM docket.task_waits tw
-       WHERE tw.kind = 'event' AND tw.tenant_key = tenant AND tw.target = emit_event.event_name
-         -- a task its timer already woke finds the event (or its timeout) itself
-         AND NOT EXISTS (SELECT 1 FROM docket.runs x
-                          WHERE x.run_id = tw.run_id AND x.claim_token IS NOT NULL)
-       RETURNING tw.run_id, tw.step_name)
-    SELECT g.run_id, g.step_name FROM gone g ORDER BY g.run_id
+    SELECT tw.run_id, tw.step_name, tw.timeout_at FROM docket.task_waits tw
+     WHERE tw.kind = 'event' AND tw.tenant_key = tenant AND tw.target = emit_event.event_name
+     ORDER BY tw.run_id
   LOOP
+    -- The timeout came first: the timer wakes that task and its await sees a timeout.
+    CONTINUE WHEN w.timeout_at IS NOT NULL AND w.timeout_at < t_now;
+    -- Re-checked under the run's lock (slot before run: the documented order). A
+    -- claimed task finds the event itself when it replays its await.
+    PERFORM 1 FROM docket.runs x WHERE x.run_id = w.run_id AND x.claim_token IS NULL FOR UPDATE;
+    CONTINUE WHEN NOT FOUND;
+    DELETE FROM docket.task_waits tw WHERE tw.run_id = w.run_id AND tw.step_name = w.step_name;
     PERFORM docket.mutate_run('system', w.run_id, 'docket.task_resume(jsonb,jsonb)',
                               jsonb_build_object('kind', 'event', 'step', w.step_name,
                                                  'reason', 'event'));
@@ -674,6 +679,10 @@ DECLARE
   stored jsonb;
 BEGIN
   PERFORM docket._check_name('step_name', step_name);
+  IF value IS NULL THEN
+    RAISE EXCEPTION 'bad_argument: value must not be NULL'
+      USING ERRCODE = '22023';
+  END IF;
   PERFORM docket._task_lock(complete_step.run_id, complete_step.claim_token);
   PERFORM docket.refresh_claim(complete_step.run_id, complete_step.claim_token, docket.now());
   INSERT INTO docket.task_steps AS s (run_id, step_name, value, completed_at)

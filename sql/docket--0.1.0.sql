@@ -84,13 +84,13 @@ COMMENT ON TABLE docket.runs IS
 -- Claims: the ready class (unclaimed, due) and the expired class (claim older
 -- than the TTL), each with and without a queue. Partial, so a row sits in at
 -- most one class and terminal runs cost nothing.
-CREATE INDEX runs_ready ON docket.runs (wake_at, run_id)
+CREATE INDEX runs_ready ON docket.runs (wake_at, run_id COLLATE "C")
   WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL AND wake_at IS NOT NULL;
-CREATE INDEX runs_ready_queue ON docket.runs (queue, wake_at, run_id)
+CREATE INDEX runs_ready_queue ON docket.runs (queue, wake_at, run_id COLLATE "C")
   WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL AND wake_at IS NOT NULL;
-CREATE INDEX runs_claimed ON docket.runs (claimed_at, run_id)
+CREATE INDEX runs_claimed ON docket.runs (claimed_at, run_id COLLATE "C")
   WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NOT NULL;
-CREATE INDEX runs_claimed_queue ON docket.runs (queue, claimed_at, run_id)
+CREATE INDEX runs_claimed_queue ON docket.runs (queue, claimed_at, run_id COLLATE "C")
   WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NOT NULL;
 
 -- list_runs: newest first by (started_at, run_id), for the system scope, for one

@@ -35,15 +35,15 @@ SELECT status, count(*) FILTER (WHERE claim_token IS NOT NULL) AS claimed,
 ANALYZE docket.runs;
 
 -- claim_due, ready class: runs_ready / runs_ready_queue in (wake_at, run_id) order.
-PREPARE ready (timestamptz, bigint) AS SELECT run_id, wake_at, claim_attempts FROM docket.runs WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL AND wake_at IS NOT NULL AND wake_at <= $1 ORDER BY wake_at, run_id LIMIT $2 FOR UPDATE SKIP LOCKED;
+PREPARE ready (timestamptz, bigint) AS SELECT run_id, wake_at, claim_attempts FROM docket.runs WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL AND wake_at IS NOT NULL AND wake_at <= $1 ORDER BY wake_at, run_id COLLATE "C" LIMIT $2 FOR UPDATE SKIP LOCKED;
 EXPLAIN (COSTS OFF) EXECUTE ready ('2024-01-01 08:00:00+00', 10);
-PREPARE ready_queue (timestamptz, bigint, text) AS SELECT run_id, wake_at, claim_attempts FROM docket.runs WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL AND wake_at IS NOT NULL AND queue = ANY(ARRAY[$3]) AND wake_at <= $1 ORDER BY queue, wake_at, run_id LIMIT $2 FOR UPDATE SKIP LOCKED;
+PREPARE ready_queue (timestamptz, bigint, text) AS SELECT run_id, wake_at, claim_attempts FROM docket.runs WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL AND wake_at IS NOT NULL AND queue = ANY(ARRAY[$3]) AND wake_at <= $1 ORDER BY queue, wake_at, run_id COLLATE "C" LIMIT $2 FOR UPDATE SKIP LOCKED;
 EXPLAIN (COSTS OFF) EXECUTE ready_queue ('2024-01-01 08:00:00+00', 10, 'q1');
 
 -- claim_due, expired class: runs_claimed / runs_claimed_queue in (claimed_at, run_id) order.
-PREPARE expired (timestamptz, bigint) AS SELECT run_id, claimed_at, claim_attempts FROM docket.runs WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NOT NULL AND claimed_at < $1 ORDER BY claimed_at, run_id LIMIT $2 FOR UPDATE SKIP LOCKED;
+PREPARE expired (timestamptz, bigint) AS SELECT run_id, claimed_at, claim_attempts FROM docket.runs WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NOT NULL AND claimed_at < $1 ORDER BY claimed_at, run_id COLLATE "C" LIMIT $2 FOR UPDATE SKIP LOCKED;
 EXPLAIN (COSTS OFF) EXECUTE expired ('2024-01-01 07:30:00+00', 10);
-PREPARE expired_queue (timestamptz, bigint, text) AS SELECT run_id, claimed_at, claim_attempts FROM docket.runs WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NOT NULL AND queue = ANY(ARRAY[$3]) AND claimed_at < $1 ORDER BY queue, claimed_at, run_id LIMIT $2 FOR UPDATE SKIP LOCKED;
+PREPARE expired_queue (timestamptz, bigint, text) AS SELECT run_id, claimed_at, claim_attempts FROM docket.runs WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NOT NULL AND queue = ANY(ARRAY[$3]) AND claimed_at < $1 ORDER BY queue, claimed_at, run_id COLLATE "C" LIMIT $2 FOR UPDATE SKIP LOCKED;
 EXPLAIN (COSTS OFF) EXECUTE expired_queue ('2024-01-01 07:30:00+00', 10, 'q1');
 
 -- claim_due, the lease and poison updates: the primary key, never a join.

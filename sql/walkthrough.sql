@@ -1,4 +1,4 @@
 -- The psql-visible walkthrough of a run's life: the same session `make demo` narrates,
 -- pinned by expected/walkthrough.out.
-\ir ../demo/run_life.sql
+\i demo/run_life.sql
 DROP EXTENSION docket CASCADE;

@@ -2,6 +2,8 @@
 // to report confirmed progress to the LeaseWatchdog. Internal to the client.
 #pragma once
 
+#include <string>
+
 #include <pqxx/pqxx>
 
 namespace docket {
@@ -13,6 +15,8 @@ class ContextBackend {
   virtual pqxx::connection_base& connection() = 0;
   // A database call confirmed the lease (step, heartbeat): the watchdog restarts.
   virtual void progress() noexcept = 0;
+  // The queue the task was claimed from (children are spawned there by default).
+  virtual const std::string& queue() const noexcept = 0;
 };
 
 }  // namespace docket

@@ -19,6 +19,8 @@ namespace {
 // runs_claimed(_queue) word for word so the planner can use them, and the
 // ORDER BY is the index order; sql/plans_claim.sql pins these plans.
 // Columns: run_id, eligible column (wake_at or claimed_at), claim_attempts.
+// run_id ties order bytewise (COLLATE "C", as the indexes): the core merges the
+// two classes with the same byte order, whatever the database's collation.
 //
 // The queue variants say `queue = ANY(ARRAY[$3]) ... ORDER BY queue, ...`
 // rather than `queue = $3`: a plain equality makes the queue sort key
@@ -30,7 +32,7 @@ Statement ready_statement{
     "SELECT run_id, wake_at, claim_attempts FROM docket.runs"
     " WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL"
     " AND wake_at IS NOT NULL AND wake_at <= $1"
-    " ORDER BY wake_at, run_id LIMIT $2 FOR UPDATE SKIP LOCKED",
+    " ORDER BY wake_at, run_id COLLATE \"C\" LIMIT $2 FOR UPDATE SKIP LOCKED",
     2,
     {TIMESTAMPTZOID, INT8OID},
     nullptr};
@@ -39,7 +41,7 @@ Statement ready_queue_statement{
     "SELECT run_id, wake_at, claim_attempts FROM docket.runs"
     " WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL"
     " AND wake_at IS NOT NULL AND queue = ANY(ARRAY[$3]) AND wake_at <= $1"
-    " ORDER BY queue, wake_at, run_id LIMIT $2 FOR UPDATE SKIP LOCKED",
+    " ORDER BY queue, wake_at, run_id COLLATE \"C\" LIMIT $2 FOR UPDATE SKIP LOCKED",
     3,
     {TIMESTAMPTZOID, INT8OID, TEXTOID},
     nullptr};
@@ -49,7 +51,7 @@ Statement expired_statement{
     "SELECT run_id, claimed_at, claim_attempts FROM docket.runs"
     " WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NOT NULL"
     " AND claimed_at < $1"
-    " ORDER BY claimed_at, run_id LIMIT $2 FOR UPDATE SKIP LOCKED",
+    " ORDER BY claimed_at, run_id COLLATE \"C\" LIMIT $2 FOR UPDATE SKIP LOCKED",
     2,
     {TIMESTAMPTZOID, INT8OID},
     nullptr};
@@ -58,7 +60,7 @@ Statement expired_queue_statement{
     "SELECT run_id, claimed_at, claim_attempts FROM docket.runs"
     " WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NOT NULL"
     " AND queue = ANY(ARRAY[$3]) AND claimed_at < $1"
-    " ORDER BY queue, claimed_at, run_id LIMIT $2 FOR UPDATE SKIP LOCKED",
+    " ORDER BY queue, claimed_at, run_id COLLATE \"C\" LIMIT $2 FOR UPDATE SKIP LOCKED",
     3,
     {TIMESTAMPTZOID, INT8OID, TEXTOID},
     nullptr};

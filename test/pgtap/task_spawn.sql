@@ -2,7 +2,7 @@
 -- created) and spawning inside the caller's transaction. Times are in 2040 (far
 -- from the real clock), set through docket.fake_now.
 BEGIN;
-SELECT plan(131);
+SELECT plan(112);
 
 -- t(s): s seconds after 2040-01-01 00:00:00 UTC; at(s) moves docket.now() there.
 CREATE FUNCTION pg_temp.t(s double precision) RETURNS timestamptz

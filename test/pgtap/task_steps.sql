@@ -12,8 +12,8 @@ SET LOCAL timezone = 'UTC';
 -------------------------------------------------------------------------------
 
 -- t(s): s seconds after 2041-01-01 00:00:00 UTC.
-CREATE FUNCTION pg_temp.t(s double precision) RETURNS timestamptz
-  LANGUAGE sql IMMUTABLE AS $$ SELECT '2041-01-01 00:00:00+00'::timestamptz + make_interval(secs => s) $$;
+CREATE FUNCTION pg_temp.t(s double precision) RETURNS timestamptz LANGUAGE sql IMMUTABLE AS
+  $$ SELECT '2041-01-01 00:00:00+00'::timestamptz + round(s * 1e6)::bigint * interval '1 microsecond' $$;
 -- at(s): moves docket.now() to t(s).
 CREATE FUNCTION pg_temp.at(s double precision) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN

@@ -75,35 +75,54 @@ class Context {
   void sleep_for(std::chrono::milliseconds duration, const std::string& name = "sleep");
   void sleep_until(const std::string& iso_timestamp, const std::string& name = "sleep");
 
-  // The event's payload, or nullopt on timeout; suspends while waiting.
+  // The event's payload, or nullopt on timeout; suspends while waiting. The
+  // event is looked up in this task's scope; the step is named "event:<name>"
+  // unless `name` is given.
   std::optional<Json> await_event(const std::string& event_name,
                                   std::optional<std::chrono::milliseconds> timeout = std::nullopt,
                                   const std::string& name = "");
+  // Emits an event in this task's scope, under its claim (a stale runner emits
+  // nothing); true when this emit was the first.
   bool emit_event(const std::string& event_name, const Json& payload = nullptr);
 
-  // Spawns a child task in this task's scope (a checkpointed step, so a replay
-  // does not spawn twice) and returns its run id.
+  // Spawns a child task in this task's scope (a checkpointed step, "spawn:<task>"
+  // unless `name` is given, so a replay does not spawn twice) and returns its run
+  // id. options are spawn_task's, plus "queue" (default: this task's queue).
   std::string spawn_child(const std::string& task_name, const Json& params = Json::object(),
                           const Json& options = Json::object(), const std::string& name = "");
-  // Joins a child: its outcome once finished; suspends until then.
+  // Joins a child: its outcome once finished; suspends until then. The step is
+  // named "task:<child run id>" unless `name` is given.
   TaskOutcome await_task(const std::string& child_run_id, const std::string& name = "");
 
   // Extends the claim (the lease) without a step.
   void heartbeat();
 
-  // After the watchdog stopped this runner, every call throws.
+  // After the watchdog (or a shutdown) stopped this runner, every call throws
+  // ControlSignal invalidated. Safe to call from any thread.
   bool invalidated() const noexcept { return invalidated_.load(); }
   void invalidate() noexcept { invalidated_.store(true); }
+
+  // The control signal this context raised, if any. Once raised, every further
+  // call raises it again, and the runner acts on it even if a handler caught it.
+  std::optional<ControlSignal::Kind> signalled() const noexcept { return signalled_; }
 
  private:
   std::string occurrence(const std::string& name);
   void check_usable() const;
-  [[noreturn]] void unwind(ControlSignal::Kind kind) const;
+  [[noreturn]] void unwind(ControlSignal::Kind kind);
+  // Runs fn(tx) in a transaction on the runner's connection; DK010 and DK001
+  // unwind the handler (cancelled, lost). Defined in context.cpp.
+  template <typename Fn>
+  auto fenced(bool mutating, Fn&& fn);
+  // "tenantless" or "tenant:<id>": the scope of this task's run (read once).
+  const std::string& owner_scope();
 
   ContextBackend& backend_;
   sql::ClaimedTask task_;
   std::map<std::string, Json> steps_;
   std::map<std::string, int> occurrences_;
+  std::optional<std::string> owner_scope_;
+  std::optional<ControlSignal::Kind> signalled_;
   std::atomic<bool> invalidated_{false};
 };
 

@@ -1,0 +1,95 @@
+#include "lease_watchdog.hpp"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+namespace docket::detail {
+
+LeaseWatchdog::LeaseWatchdog(std::shared_ptr<PoolShared> pool) : pool_(std::move(pool)) {}
+
+LeaseWatchdog::~LeaseWatchdog() { stop(); }
+
+void LeaseWatchdog::start() { thread_ = std::thread([this] { run(); }); }
+
+void LeaseWatchdog::stop() {
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void LeaseWatchdog::watch(std::shared_ptr<Runner> runner) {
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    runners_.push_back(std::move(runner));
+  }
+  wake_.notify_all();
+}
+
+void LeaseWatchdog::run() {
+  const Clock::duration lease = pool_->options.lease;
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stopping_) {
+    // Runners that gave their slot back (finished or stopped) need no watching.
+    runners_.erase(std::remove_if(runners_.begin(), runners_.end(),
+                                  [](const std::shared_ptr<Runner>& r) { return !r->holds_slot(); }),
+                   runners_.end());
+    const Clock::time_point now = Clock::now();
+    Clock::time_point next = Clock::time_point::max();
+    std::vector<std::shared_ptr<Runner>> overdue;
+    for (const std::shared_ptr<Runner>& runner : runners_) {
+      const Clock::time_point since = runner->last_progress();
+      if (now >= since + 2 * lease) {
+        overdue.push_back(runner);
+        continue;
+      }
+      if (now >= since + lease) {
+        if (runner->mark_warned()) {
+          const sql::ClaimedTask& task = runner->task();
+          pool_->log(LogLevel::warning,
+                     "task " + task.task_name + " (run " + task.run_id + ") made no progress for " +
+                         std::to_string(pool_->options.lease.count()) +
+                         " ms (one lease): it is stopped at two leases; use steps or heartbeat()");
+        }
+        next = std::min(next, since + 2 * lease);
+      } else {
+        next = std::min(next, since + lease);
+      }
+    }
+    if (!overdue.empty()) {
+      lock.unlock();  // releasing talks to the database: do not block watch()
+      for (const std::shared_ptr<Runner>& runner : overdue) stop_runner(*runner);
+      lock.lock();
+      continue;
+    }
+    if (next == Clock::time_point::max()) {
+      wake_.wait(lock);
+    } else {
+      wake_.wait_until(lock, next);
+    }
+  }
+  lock.unlock();
+  connection_.reset();
+}
+
+void LeaseWatchdog::stop_runner(Runner& runner) {
+  if (!runner.stop()) return;  // it finished just now
+  const sql::ClaimedTask& task = runner.task();
+  if (runner.mark_stuck()) pool_->counters.stuck.fetch_add(1);
+  pool_->log(LogLevel::error, "task " + task.task_name + " (run " + task.run_id +
+                                  ") made no progress for two leases: runner stopped, its "
+                                  "context invalidated, its claim released; the thread is stuck");
+  try {
+    if (!connection_) connection_ = connect(pool_->options.conninfo);
+  } catch (const std::exception& e) {
+    pool_->log(LogLevel::warning,
+               "no connection to release run " + task.run_id + " (it expires): " + e.what());
+    return;
+  }
+  if (!pool_->release_claim(*connection_, task.run_id, task.claim_token)) connection_.reset();
+}
+
+}  // namespace docket::detail

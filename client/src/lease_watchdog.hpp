@@ -1,0 +1,47 @@
+// LeaseWatchdog: one thread watching every runner of a pool. The database
+// claim is the real lease; the watchdog only keeps a blocked handler from
+// holding a slot forever. Without confirmed progress (a step, a heartbeat...)
+// it warns at one lease; at two it stops the runner: its context is
+// invalidated (every further call throws, nothing commits), its claim is
+// released so another claim can run the task, its slot is freed, and the
+// blocked thread is counted as stuck and reported. It never renews a lease.
+#pragma once
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <pqxx/pqxx>
+
+#include "pool_shared.hpp"
+#include "runner.hpp"
+
+namespace docket::detail {
+
+class LeaseWatchdog {
+ public:
+  explicit LeaseWatchdog(std::shared_ptr<PoolShared> pool);
+  ~LeaseWatchdog();
+  LeaseWatchdog(const LeaseWatchdog&) = delete;
+  LeaseWatchdog& operator=(const LeaseWatchdog&) = delete;
+
+  void start();
+  void stop();
+  void watch(std::shared_ptr<Runner> runner);
+
+ private:
+  void run();
+  void stop_runner(Runner& runner);
+
+  const std::shared_ptr<PoolShared> pool_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::vector<std::shared_ptr<Runner>> runners_;
+  std::unique_ptr<pqxx::connection> connection_;  // for releases; watchdog thread only
+  std::thread thread_;
+};
+
+}  // namespace docket::detail

@@ -1,0 +1,256 @@
+#include "runner.hpp"
+
+#include <cxxabi.h>
+
+#include <cstdlib>
+#include <optional>
+#include <typeinfo>
+#include <utility>
+
+#include "docket/errors.hpp"
+
+namespace docket::detail {
+
+namespace {
+
+constexpr std::size_t kMaxErrorMessage = 4000;
+
+std::string type_name(const std::type_info& type) {
+  int status = 0;
+  char* demangled = abi::__cxa_demangle(type.name(), nullptr, nullptr, &status);
+  std::string name = status == 0 && demangled != nullptr ? demangled : type.name();
+  std::free(demangled);
+  return name;
+}
+
+// A bounded failure document; invalid UTF-8 in what() is replaced, not fatal.
+Json error_json(const std::string& message, const std::string& type) {
+  const auto clean = [](const std::string& text) {
+    const std::string dumped = Json(text.substr(0, kMaxErrorMessage))
+                                   .dump(-1, ' ', false, Json::error_handler_t::replace);
+    return Json::parse(dumped);
+  };
+  return Json{{"message", clean(message)}, {"type", clean(type)}};
+}
+
+}  // namespace
+
+Runner::Runner(std::shared_ptr<PoolShared> pool, sql::ClaimedTask task)
+    : pool_(std::move(pool)),
+      task_(std::move(task)),
+      progress_at_(Clock::now().time_since_epoch().count()) {}
+
+Runner::~Runner() = default;
+
+std::string Runner::describe() const {
+  return "task " + task_.task_name + " (run " + task_.run_id + ", attempt " +
+         std::to_string(task_.attempt) + ")";
+}
+
+Clock::time_point Runner::last_progress() const noexcept {
+  return Clock::time_point(Clock::duration(progress_at_.load()));
+}
+
+void Runner::progress() noexcept {
+  progress_at_.store(Clock::now().time_since_epoch().count());
+  warned_.store(false);
+}
+
+bool Runner::release_slot() noexcept {
+  if (!slot_held_.exchange(false)) return false;
+  pool_->free_slot();
+  return true;
+}
+
+bool Runner::stop() noexcept {
+  {
+    const std::lock_guard<std::mutex> lock(context_mutex_);
+    invalidated_.store(true);
+    if (context_) context_->invalidate();
+  }
+  return release_slot();
+}
+
+void Runner::run() noexcept {
+  try {
+    execute();
+  } catch (const std::exception& e) {
+    pool_->log(LogLevel::error, describe() + ": runner failed: " + e.what());
+  } catch (...) {
+    pool_->log(LogLevel::error, describe() + ": runner failed with an unknown exception");
+  }
+  pool_->connections.give_back(std::move(connection_));
+  release_slot();
+  finished_.store(true);
+  pool_->runner_finished();
+}
+
+void Runner::execute() {
+  try {
+    connection_ = pool_->connections.acquire();
+  } catch (const std::exception& e) {
+    pool_->counters.lost.fetch_add(1);
+    pool_->log(LogLevel::error, describe() + ": no connection, the claim expires after its lease: " +
+                                    e.what());
+    return;
+  }
+
+  const Handler* handler = pool_->catalog.find(task_.task_name);
+  if (handler == nullptr) {
+    defer();
+    return;
+  }
+
+  std::map<std::string, Json> steps;
+  try {
+    steps = sql::in_transaction(*connection_, false, [&](pqxx::transaction_base& tx) {
+      return sql::step_states(tx, task_.run_id, task_.claim_token);
+    });
+  } catch (const Cancelled&) {
+    on_signal(ControlSignal::Kind::cancelled);
+    return;
+  } catch (const StaleFence&) {
+    on_signal(ControlSignal::Kind::lost);
+    return;
+  } catch (const std::exception& e) {
+    pool_->counters.lost.fetch_add(1);
+    pool_->log(LogLevel::error, describe() + ": cannot load its steps, the claim expires: " +
+                                    e.what());
+    return;
+  }
+
+  {
+    const std::lock_guard<std::mutex> lock(context_mutex_);
+    context_ = std::make_unique<Context>(*this, task_, std::move(steps));
+    if (invalidated_.load()) context_->invalidate();
+  }
+  Context& context = *context_;
+
+  Json result;
+  std::optional<Json> failure;
+  try {
+    result = (*handler)(context, task_.params);
+  } catch (const ControlSignal& signal) {
+    if (signal.context() == &context) {
+      on_signal(signal.kind());
+      return;
+    }
+    // Only our own context's signals mean anything; another one is a bug in the task.
+    failure = error_json("a control signal of another task's context escaped the handler",
+                         "docket::ControlSignal");
+  } catch (const Ambiguous& e) {
+    pool_->counters.lost.fetch_add(1);
+    pool_->log(LogLevel::warning,
+               describe() + ": outcome of a database call unknown, not finalized: " + e.what());
+    return;
+  } catch (const std::exception& e) {
+    failure = error_json(e.what(), type_name(typeid(e)));
+  } catch (...) {
+    failure = error_json("unknown exception", "unknown");
+  }
+
+  // A handler that swallowed its context's signal still must not finalize.
+  if (const std::optional<ControlSignal::Kind> signalled = context.signalled()) {
+    on_signal(*signalled);
+    return;
+  }
+  if (invalidated_.load()) {
+    on_signal(ControlSignal::Kind::invalidated);
+    return;
+  }
+  if (failure) {
+    finalize_failure(*failure);
+  } else {
+    finalize_success(result);
+  }
+}
+
+void Runner::on_signal(ControlSignal::Kind kind) {
+  switch (kind) {
+    case ControlSignal::Kind::suspended:
+      pool_->counters.suspended.fetch_add(1);
+      pool_->log(LogLevel::debug, describe() + ": suspended");
+      return;
+    case ControlSignal::Kind::cancelled:
+      pool_->counters.cancelled.fetch_add(1);
+      pool_->log(LogLevel::info, describe() + ": cancelled, unwound without finalizing");
+      return;
+    case ControlSignal::Kind::lost:
+      pool_->counters.lost.fetch_add(1);
+      pool_->log(LogLevel::warning, describe() + ": its claim was lost (stale fence)");
+      return;
+    case ControlSignal::Kind::invalidated:
+      // Already counted when the watchdog or the shutdown stopped it.
+      pool_->log(LogLevel::info, describe() + ": a stopped runner returned; nothing finalized");
+      return;
+  }
+}
+
+void Runner::defer() {
+  try {
+    const std::string disposition =
+        sql::in_transaction(*connection_, true, [&](pqxx::transaction_base& tx) {
+          return sql::defer_task(tx, task_.run_id, task_.claim_token);
+        });
+    pool_->counters.abandoned.fetch_add(1);
+    pool_->log(disposition == "poisoned" ? LogLevel::error : LogLevel::warning,
+               describe() + ": unknown task name, handed back without an attempt (" +
+                   disposition + ")");
+  } catch (const Cancelled&) {
+    on_signal(ControlSignal::Kind::cancelled);
+  } catch (const StaleFence&) {
+    on_signal(ControlSignal::Kind::lost);
+  } catch (const std::exception& e) {
+    pool_->counters.lost.fetch_add(1);
+    pool_->log(LogLevel::error, describe() + ": could not defer the unknown task name: " + e.what());
+  }
+}
+
+void Runner::finalize_success(const Json& result) {
+  try {
+    sql::in_transaction(*connection_, true, [&](pqxx::transaction_base& tx) {
+      sql::complete_task(tx, task_.run_id, task_.claim_token, result);
+    });
+    pool_->counters.completed.fetch_add(1);
+    pool_->log(LogLevel::debug, describe() + ": completed");
+  } catch (const Cancelled&) {
+    on_signal(ControlSignal::Kind::cancelled);
+  } catch (const StaleFence&) {
+    on_signal(ControlSignal::Kind::lost);
+  } catch (const Ambiguous& e) {
+    pool_->counters.lost.fetch_add(1);
+    pool_->log(LogLevel::warning, describe() + ": completion outcome unknown: " + e.what());
+  } catch (const std::exception& e) {
+    pool_->counters.lost.fetch_add(1);
+    pool_->log(LogLevel::error, describe() + ": could not complete: " + e.what());
+  }
+}
+
+void Runner::finalize_failure(const Json& error) {
+  try {
+    const sql::FailOutcome outcome =
+        sql::in_transaction(*connection_, true, [&](pqxx::transaction_base& tx) {
+          return sql::fail_task(tx, task_.run_id, task_.claim_token, error);
+        });
+    if (outcome.disposition == "cancelled") {
+      pool_->counters.cancelled.fetch_add(1);
+    } else {
+      pool_->counters.failed.fetch_add(1);
+      if (outcome.disposition == "retry_scheduled") pool_->counters.retried.fetch_add(1);
+    }
+    pool_->log(LogLevel::info, describe() + ": failed (" + outcome.disposition +
+                                   "): " + error.value("message", std::string()));
+  } catch (const Cancelled&) {
+    on_signal(ControlSignal::Kind::cancelled);
+  } catch (const StaleFence&) {
+    on_signal(ControlSignal::Kind::lost);
+  } catch (const Ambiguous& e) {
+    pool_->counters.lost.fetch_add(1);
+    pool_->log(LogLevel::warning, describe() + ": failure outcome unknown: " + e.what());
+  } catch (const std::exception& e) {
+    pool_->counters.lost.fetch_add(1);
+    pool_->log(LogLevel::error, describe() + ": could not record its failure: " + e.what());
+  }
+}
+
+}  // namespace docket::detail

@@ -1,0 +1,77 @@
+// Runner: executes one claimed task on its own thread and connection. It
+// resolves the task name in the catalog (an unknown name is deferred without
+// using an attempt), replays the stored steps into a Context, runs the handler
+// and finalizes: complete on a result, fail on an exception, nothing on a
+// control signal of its own context (the database already holds the outcome).
+// Whatever the thread touches it co-owns, so a thread that returns after the
+// watchdog or a shutdown gave up on it is harmless.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include <pqxx/pqxx>
+
+#include "context_backend.hpp"
+#include "docket/context.hpp"
+#include "docket/sql.hpp"
+#include "pool_shared.hpp"
+
+namespace docket::detail {
+
+class Runner final : public ContextBackend {
+ public:
+  Runner(std::shared_ptr<PoolShared> pool, sql::ClaimedTask task);
+  ~Runner() override;
+
+  // The thread body; never throws.
+  void run() noexcept;
+
+  // Stops the runner from outside (watchdog, shutdown): its context is
+  // invalidated, so every further call throws and it will not finalize. True
+  // when this call took its slot back (the caller then releases the claim).
+  bool stop() noexcept;
+  // Counts the runner as stuck once; true for the first call.
+  bool mark_stuck() noexcept { return !stuck_.exchange(true); }
+
+  const sql::ClaimedTask& task() const noexcept { return task_; }
+  bool holds_slot() const noexcept { return slot_held_.load(); }
+  bool finished() const noexcept { return finished_.load(); }
+  // Time of the last confirmed lease extension (the claim counts as one).
+  Clock::time_point last_progress() const noexcept;
+  // The watchdog warns once per quiet lease.
+  bool mark_warned() noexcept { return !warned_.exchange(true); }
+
+  // ContextBackend
+  pqxx::connection_base& connection() override { return *connection_; }
+  void progress() noexcept override;
+  const std::string& queue() const noexcept override { return pool_->options.queue; }
+
+ private:
+  void execute();
+  void defer();
+  void finalize_success(const Json& result);
+  void finalize_failure(const Json& error);
+  void on_signal(ControlSignal::Kind kind);
+  // Gives the slot back if this runner still holds it; true when it did.
+  bool release_slot() noexcept;
+  std::string describe() const;
+
+  const std::shared_ptr<PoolShared> pool_;
+  const sql::ClaimedTask task_;
+  std::unique_ptr<pqxx::connection> connection_;  // runner thread only
+
+  std::mutex context_mutex_;          // publishes context_ to stop()
+  std::unique_ptr<Context> context_;  // written by the runner thread under the mutex
+  std::atomic<bool> invalidated_{false};
+
+  std::atomic<bool> slot_held_{true};
+  std::atomic<bool> finished_{false};
+  std::atomic<bool> stuck_{false};
+  std::atomic<bool> warned_{false};
+  std::atomic<Clock::rep> progress_at_;
+};
+
+}  // namespace docket::detail
