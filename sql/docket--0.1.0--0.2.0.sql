@@ -129,6 +129,32 @@ CREATE FUNCTION docket._iso(t timestamptz) RETURNS text
   AS $$ SELECT to_char(t AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') $$;
 COMMENT ON FUNCTION docket._iso(timestamptz) IS 'Internal: an ISO-8601 UTC text of a timestamp.';
 
+CREATE FUNCTION docket._check_claim(run_id text, claim_token uuid) RETURNS void
+  LANGUAGE plpgsql IMMUTABLE
+  SET search_path = pg_catalog, pg_temp
+  AS $$
+BEGIN
+  IF run_id IS NULL THEN
+    RAISE EXCEPTION 'bad_argument: run_id must not be NULL' USING ERRCODE = '22023';
+  END IF;
+  IF claim_token IS NULL THEN
+    RAISE EXCEPTION 'bad_argument: claim_token must not be NULL' USING ERRCODE = '22023';
+  END IF;
+END $$;
+COMMENT ON FUNCTION docket._check_claim(text, uuid) IS
+  'Internal: raises 22023 when a fenced call''s run_id or claim_token is NULL.';
+
+CREATE FUNCTION docket._step_kind_mismatch(step_name text, expected text) RETURNS void
+  LANGUAGE plpgsql IMMUTABLE
+  SET search_path = pg_catalog, pg_temp
+  AS $$
+BEGIN
+  RAISE EXCEPTION 'bad_argument: step "%" was completed as another kind of step, not as %',
+    step_name, expected USING ERRCODE = '22023';
+END $$;
+COMMENT ON FUNCTION docket._step_kind_mismatch(text, text) IS
+  'Internal: raises 22023 when a step name is reused for a different kind of step.';
+
 -- Locks a task's run for a fenced call and checks the fence: unknown -> DK003,
 -- cancelled -> DK010, other token -> DK001, past max_duration -> DK010 (unless
 -- allow_overdue).
@@ -725,6 +751,9 @@ BEGIN
   SELECT s.value INTO stored FROM docket.task_steps s
    WHERE s.run_id = sleep_until.run_id AND s.step_name = sleep_until.step_name;
   IF FOUND THEN
+    IF jsonb_typeof(stored) IS DISTINCT FROM 'object' OR NOT stored ? 'wake_at' THEN
+      PERFORM docket._step_kind_mismatch(sleep_until.step_name, 'a sleep');
+    END IF;
     wake := (stored ->> 'wake_at')::timestamptz;
   ELSE
     wake := sleep_until.wake_at;
@@ -760,15 +789,24 @@ DECLARE
   timeout timestamptz;
   t_now timestamptz := docket.now();
 BEGIN
+  PERFORM docket._check_claim(run_id, claim_token);
   PERFORM docket._check_name('step_name', step_name);
   PERFORM docket._check_name('event_name', event_name);
   IF timeout_ms < 0 THEN
     RAISE EXCEPTION 'bad_argument: timeout_ms must be >= 0' USING ERRCODE = '22023';
   END IF;
+  IF timeout_ms > 86400000 * 3650::bigint THEN
+    RAISE EXCEPTION 'bad_argument: timeout_ms must be at most % (ten years)',
+      86400000 * 3650::bigint USING ERRCODE = '22023';
+  END IF;
   -- Replay: the first outcome of this step is final.
   SELECT s.value INTO stored FROM docket.task_steps s
    WHERE s.run_id = await_event.run_id AND s.step_name = await_event.step_name;
   IF FOUND THEN
+    IF jsonb_typeof(stored) IS DISTINCT FROM 'object'
+       OR stored ->> 'status' IS DISTINCT FROM 'received' AND stored ->> 'status' IS DISTINCT FROM 'timeout' THEN
+      PERFORM docket._step_kind_mismatch(await_event.step_name, 'an event wait');
+    END IF;
     PERFORM docket._task_lock(await_event.run_id, await_event.claim_token);
     RETURN QUERY SELECT stored ->> 'status', stored -> 'payload';
     RETURN;
@@ -837,13 +875,20 @@ DECLARE
   child docket.runs;
   parent_tenant text;
 BEGIN
+  PERFORM docket._check_claim(run_id, claim_token);
   PERFORM docket._check_name('step_name', step_name);
   IF child_run_id IS NULL THEN
     RAISE EXCEPTION 'bad_argument: child_run_id must not be NULL' USING ERRCODE = '22023';
   END IF;
+  IF child_run_id = run_id THEN
+    RAISE EXCEPTION 'bad_argument: task % cannot await itself', run_id USING ERRCODE = '22023';
+  END IF;
   SELECT s.value INTO stored FROM docket.task_steps s
    WHERE s.run_id = await_task.run_id AND s.step_name = await_task.step_name;
   IF FOUND THEN
+    IF jsonb_typeof(stored) IS DISTINCT FROM 'object' OR NOT stored ? 'state' THEN
+      PERFORM docket._step_kind_mismatch(await_task.step_name, 'a child join');
+    END IF;
     PERFORM docket._task_lock(await_task.run_id, await_task.claim_token);
     RETURN QUERY SELECT stored ->> 'state', stored;
     RETURN;

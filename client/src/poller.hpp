@@ -44,12 +44,16 @@ class Poller {
   void stop();
 
  private:
+  enum class Woken { stopping, pipe, socket, timeout };
+
   void run();
-  // One incarnation: connect, listen, claim and wait until stopped or broken.
-  void serve();
-  void claim(int limit);
-  // Waits for the wake pipe or the socket up to `timeout`; false when stopping.
-  bool wait(int socket, std::chrono::milliseconds timeout);
+  // One incarnation: connect, listen, claim and wait until stopped or broken
+  // (throws). `claimed` tells whether a claim succeeded before it broke.
+  void serve(bool& claimed);
+  // Claims at most `limit` tasks and launches their runners; returns how many.
+  int claim(int limit);
+  // Waits for the wake pipe or the socket (-1: none) up to `timeout`.
+  Woken wait(int socket, std::chrono::milliseconds timeout);
 
   const std::shared_ptr<PoolShared> pool_;
   RunnerHost& host_;

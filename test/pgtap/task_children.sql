@@ -4,7 +4,7 @@
 -- outcome is stored as the parent's step, so replays agree. A child must be a
 -- task of the parent's scope. The clock is docket.fake_now in 2041.
 BEGIN;
-SELECT plan(96);
+SELECT plan(98);
 SET LOCAL timezone = 'UTC';
 
 -------------------------------------------------------------------------------
@@ -351,6 +351,12 @@ SELECT is(pg_temp.snap(), (SELECT s FROM snaps WHERE name = 'bad'), 'bad input c
 SELECT alike(pg_temp.err($$SELECT * FROM docket.await_task(pg_temp.id('self'), pg_temp.tok('self'), 'v', pg_temp.id('self'))$$),
   '22023 bad_argument: %', 'a task cannot await itself');
 SELECT is(pg_temp.state('self') ->> 'status', 'running', 'and stays running under its claim');
+
+-- A step name that holds another kind of step is not a join to replay.
+SELECT is(docket.complete_step(pg_temp.id('p'), pg_temp.tok('p'), 'mixed', '1'), '1'::jsonb,
+  'mixed: stored by complete_step');
+SELECT alike(pg_temp.err($$SELECT * FROM docket.await_task(pg_temp.id('p'), pg_temp.tok('p'), 'mixed', pg_temp.id('k1'))$$),
+  '22023 bad_argument: %', 'await_task on a step that is not a join is a bad argument');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -4,7 +4,7 @@
 -- an await is stored as its step, so replays agree. The clock is
 -- docket.fake_now in 2041, far from the real one.
 BEGIN;
-SELECT plan(136);
+SELECT plan(143);
 SET LOCAL timezone = 'UTC';
 
 -------------------------------------------------------------------------------
@@ -265,6 +265,16 @@ SELECT is(pg_temp.claim('g', 700), '{"attempt": 1, "wake_reason": "event", "chec
 SELECT is(pg_temp.await('g', 'w', 'soon', 60000), '{"status": "received", "payload": {"s": 1}}',
   'an event emitted before the timeout is received');
 
+-- Emitted at the very instant of the timeout: the event counts.
+SELECT pg_temp.spawn('h');
+SELECT is(pg_temp.claim('h', 800) ->> 'wake_reason', 'new', 'h: claimed');
+SELECT is(pg_temp.await('h', 'w', 'edge', 60000) ->> 'status', 'suspended', 'h waits for edge until t(860)');
+SELECT pg_temp.at(860);
+SELECT is(docket.emit_event('edge', '"at the edge"'), true, 'edge is emitted exactly at the timeout');
+SELECT is(pg_temp.claim('h', 861) ->> 'wake_reason', 'event', 'h wakes for the event');
+SELECT is(pg_temp.await('h', 'w', 'edge', 60000), '{"status": "received", "payload": "at the edge"}',
+  'an event emitted at the timeout instant is received');
+
 -------------------------------------------------------------------------------
 -- timeout_ms 0, negative and out of range
 -------------------------------------------------------------------------------
@@ -414,6 +424,12 @@ SELECT throws_ok($$SELECT docket.emit_event('ev', '1', 'system')$$,
 SELECT throws_ok($$SELECT docket.emit_event('ev', '1', 'tenant:')$$,
   '23514', NULL, 'emit_event: a malformed scope fails the domain check');
 SELECT is(pg_temp.snap(), (SELECT s FROM snaps WHERE name = 'bad'), 'bad input changed nothing');
+
+-- A step name that holds another kind of step is not an await to replay.
+SELECT is(docket.complete_step(pg_temp.id('z'), pg_temp.tok('z'), 'mixed', '1'), '1'::jsonb,
+  'mixed: stored by complete_step');
+SELECT alike(pg_temp.err($$SELECT * FROM docket.await_event(pg_temp.id('z'), pg_temp.tok('z'), 'mixed', 'ev')$$),
+  '22023 bad_argument: %', 'await_event on a step that is not an event await is a bad argument');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -3,7 +3,7 @@
 -- the time has come. The run wakes with wake_reason sleep and is not claimable
 -- before its wake. The clock is docket.fake_now in 2041, far from the real one.
 BEGIN;
-SELECT plan(52);
+SELECT plan(54);
 SET LOCAL timezone = 'UTC';
 
 -------------------------------------------------------------------------------
@@ -85,6 +85,13 @@ CREATE FUNCTION pg_temp.sleep(n text, step text, wake timestamptz, k text DEFAUL
   LANGUAGE sql AS $$
   SELECT format('%s %s', s.status, docket._iso(s.resume_at))
     FROM docket.sleep_until(pg_temp.id(n), pg_temp.tok(coalesce(k, n)), step, wake) s $$;
+CREATE FUNCTION pg_temp.err(q text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE q;
+  RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+  RETURN SQLSTATE || ' ' || SQLERRM;
+END $$;
 
 SELECT pg_temp.at(0);
 
@@ -233,6 +240,12 @@ SELECT throws_ok($$SELECT * FROM docket.sleep_until('no-such-task', pg_temp.tok(
 SELECT throws_ok($$SELECT * FROM docket.sleep_until('plain-1', pg_temp.tok('plain'), 'z', pg_temp.t(9000))$$,
   'DK003', 'not_found: task plain-1 does not exist', 'a run that is not a task: DK003');
 SELECT is(pg_temp.snap(), (SELECT s FROM snaps WHERE name = 'bad'), 'bad input changed nothing');
+
+-- A step name that holds another kind of step is not a sleep to replay.
+SELECT is(docket.complete_step(pg_temp.id('s'), pg_temp.tok('s'), 'mixed', '1'), '1'::jsonb,
+  'mixed: stored by complete_step');
+SELECT alike(pg_temp.err($$SELECT * FROM docket.sleep_until(pg_temp.id('s'), pg_temp.tok('s'), 'mixed', pg_temp.t(9000))$$),
+  '22023 bad_argument: %', 'sleep_until on a step that is not a sleep is a bad argument');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -1,0 +1,159 @@
+#include "poller.hpp"
+
+#include <poll.h>
+
+#include <algorithm>
+#include <climits>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace docket::detail {
+
+namespace {
+
+constexpr const char* kDueChannel = "docket_due";
+constexpr std::chrono::milliseconds kFirstBackoff{100};
+constexpr std::chrono::milliseconds kMaxBackoff{5000};
+
+// NOTIFY docket_due carries the queue that has due work; other queues are not ours.
+class DueReceiver final : public pqxx::notification_receiver {
+ public:
+  DueReceiver(pqxx::connection_base& connection, std::string queue, bool& due)
+      : pqxx::notification_receiver(connection, kDueChannel), queue_(std::move(queue)), due_(due) {}
+  void operator()(const std::string& payload, int) override {
+    if (payload == queue_) due_ = true;
+  }
+
+ private:
+  const std::string queue_;
+  bool& due_;
+};
+
+}  // namespace
+
+Poller::Poller(std::shared_ptr<PoolShared> pool, RunnerHost& host,
+               std::unique_ptr<pqxx::connection> connection)
+    : pool_(std::move(pool)), host_(host), connection_(std::move(connection)) {}
+
+Poller::~Poller() { stop(); }
+
+void Poller::start() { thread_ = std::thread([this] { run(); }); }
+
+void Poller::stop() {
+  stopping_.store(true);
+  pool_->poller_wake.signal();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Poller::run() {
+  std::chrono::milliseconds backoff = kFirstBackoff;
+  while (!stopping_.load()) {
+    bool claimed = false;
+    try {
+      serve(claimed);
+    } catch (const std::exception& e) {
+      if (claimed) backoff = kFirstBackoff;  // it worked before it broke
+      pool_->log(LogLevel::warning, "poller of queue " + pool_->options.queue + ": " + e.what() +
+                                        "; restarting in " + std::to_string(backoff.count()) +
+                                        " ms");
+      connection_.reset();
+      const auto until = Clock::now() + backoff;
+      while (!stopping_.load() && Clock::now() < until) {
+        wait(-1, std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()));
+      }
+      backoff = std::min(backoff * 2, kMaxBackoff);
+    }
+  }
+  connection_.reset();
+}
+
+void Poller::serve(bool& claimed) {
+  const WorkerPoolOptions& options = pool_->options;
+  if (!connection_) connection_ = connect(options.conninfo);
+  connection_->set_variable("application_name", "'docket_poller'");
+  std::unique_ptr<DueReceiver> receiver;
+  if (options.listen) receiver = std::make_unique<DueReceiver>(*connection_, options.queue, due_);
+  // The runners outlive a poller: capacity comes from those still holding a slot.
+  pool_->log(LogLevel::debug, "poller of queue " + options.queue + " started with " +
+                                  std::to_string(host_.live_runners()) + " live runners");
+
+  bool claim_now = true;
+  Clock::time_point last_poll = Clock::now();
+  while (!stopping_.load()) {
+    host_.reap();
+    if (claim_now) {
+      claim_now = false;
+      last_poll = Clock::now();
+      const int capacity = options.concurrency - pool_->active();
+      if (capacity > 0) {
+        const int limit = std::min(options.batch_size, capacity);
+        const int got = claim(limit);
+        claimed = true;
+        if (got == limit) {  // a full batch: there is probably more
+          claim_now = true;
+          continue;
+        }
+      }
+    }
+    connection_->get_notifs();  // includes what arrived during the claim
+    if (due_) {
+      due_ = false;
+      claim_now = true;
+      continue;
+    }
+    const Clock::duration remaining = last_poll + options.poll_interval - Clock::now();
+    if (remaining <= Clock::duration::zero()) {
+      claim_now = true;
+      continue;
+    }
+    const auto timeout = std::chrono::ceil<std::chrono::milliseconds>(remaining);
+    switch (wait(connection_->sock(), timeout)) {
+      case Woken::stopping:
+        break;
+      case Woken::pipe:  // a slot was freed: refill at once
+        claim_now = true;
+        break;
+      case Woken::socket:  // a notification (or a broken connection): read it above
+      case Woken::timeout:
+        break;
+    }
+  }
+  receiver.reset();
+}
+
+int Poller::claim(int limit) {
+  const WorkerPoolOptions& options = pool_->options;
+  const Clock::time_point started = Clock::now();
+  std::vector<sql::ClaimedTask> tasks =
+      sql::in_transaction(*connection_, true, [&](pqxx::transaction_base& tx) {
+        return sql::claim_tasks(tx, options.queue, limit, options.lease.count(),
+                                options.max_claim_attempts);
+      });
+  const auto micros =
+      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started).count();
+  pool_->counters.claim_calls.fetch_add(1);
+  pool_->counters.claim_micros.fetch_add(static_cast<std::uint64_t>(micros));
+  for (sql::ClaimedTask& task : tasks) {
+    pool_->take_slot();
+    pool_->counters.claimed.fetch_add(1);
+    host_.launch(std::move(task));
+  }
+  return static_cast<int>(tasks.size());
+}
+
+Poller::Woken Poller::wait(int socket, std::chrono::milliseconds timeout) {
+  pollfd fds[2] = {{pool_->poller_wake.fd(), POLLIN, 0}, {socket, POLLIN, 0}};
+  const nfds_t count = socket >= 0 ? 2 : 1;
+  const int ms = static_cast<int>(std::clamp<std::int64_t>(timeout.count(), 0, INT_MAX));
+  const int ready = ::poll(fds, count, ms);
+  if (stopping_.load()) return Woken::stopping;
+  if (ready > 0 && fds[0].revents != 0) {
+    pool_->poller_wake.drain();
+    return Woken::pipe;
+  }
+  if (ready > 0) return Woken::socket;
+  return Woken::timeout;
+}
+
+}  // namespace docket::detail
