@@ -260,11 +260,14 @@ CREATE FUNCTION docket._task_wake_parents(child_run_id text) RETURNS void
   AS $$
 DECLARE
   w record;
+  tenant text;
 BEGIN
+  -- The waiters live in the child's scope; with it the delete is an index lookup.
+  SELECT coalesce(x.tenant_id, '') INTO tenant FROM docket.runs x WHERE x.run_id = child_run_id;
   FOR w IN
     WITH gone AS (
       DELETE FROM docket.task_waits
-       WHERE kind = 'child' AND target = child_run_id
+       WHERE kind = 'child' AND tenant_key = tenant AND target = child_run_id
        RETURNING run_id, step_name)
     SELECT run_id, step_name FROM gone ORDER BY run_id
   LOOP

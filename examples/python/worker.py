@@ -126,7 +126,7 @@ class Context:
                                       (self.run_id, self.claim_token)))
 
     def step(self, name, fn):
-        """Runs fn() once per task, ever: later executions get its stored result.
+        """Runs fn() and stores its result; later executions get the stored result.
 
         The result must be JSON-serializable. An effect inside fn that happens
         before a crash, but whose step was not stored yet, can happen again: use
@@ -286,7 +286,7 @@ class Worker:
             except (psycopg2.OperationalError, psycopg2.InterfaceError) as e:
                 # An in-flight call may or may not have committed; the claim
                 # expires after lease_ms and the database recovers the task.
-                log.warning("connection lost (%s); reconnecting", str(e).strip())
+                log.warning("connection lost (%s); reconnecting", str(e).strip().splitlines()[0])
                 self._close()
                 time.sleep(self.poll_interval)
         self._close()
@@ -331,9 +331,9 @@ class Worker:
             else:
                 log.info("%s: %s", run_id, signal_.why)
             return
-        except (psycopg2.OperationalError, psycopg2.InterfaceError):
-            raise  # the connection is gone: the claim will expire
         except Exception as e:
+            if self.conn.closed:
+                raise  # our connection is gone: run() reconnects, the claim expires
             self._fail(ctx, e)
             return
 

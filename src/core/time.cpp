@@ -19,7 +19,9 @@ std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) noexcept {
   return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
 }
 
-bool leap(std::int64_t y) noexcept { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
+bool leap(std::int64_t y) noexcept {
+  return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+}
 
 unsigned days_in_month(std::int64_t y, unsigned m) noexcept {
   static constexpr unsigned kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
@@ -48,7 +50,9 @@ class Cursor {
     }
     return false;
   }
-  bool peek_digit() const noexcept { return pos_ < s_.size() && s_[pos_] >= '0' && s_[pos_] <= '9'; }
+  bool peek_digit() const noexcept {
+    return pos_ < s_.size() && s_[pos_] >= '0' && s_[pos_] <= '9';
+  }
   bool done() const noexcept { return pos_ == s_.size(); }
 
  private:
@@ -103,24 +107,22 @@ std::optional<Micros> parse_iso8601(std::string_view text) noexcept {
     }
     int oh = 0, om = 0;
     if (!c.digits(2, &oh)) return std::nullopt;
-    if (c.accept(':')) {
-      if (!c.digits(2, &om)) return std::nullopt;
-    } else if (c.peek_digit()) {
-      if (!c.digits(2, &om)) return std::nullopt;
-    }
+    const bool has_minutes = c.accept(':') || c.peek_digit();  // +HH:MM, +HHMM or +HH
+    if (has_minutes && !c.digits(2, &om)) return std::nullopt;
     if (oh > 15 || om > 59) return std::nullopt;
-    offset_seconds = sign * (oh * 3600 + om * 60);
+    offset_seconds =
+        static_cast<std::int64_t>(sign) * (std::int64_t{oh} * 3600 + std::int64_t{om} * 60);
   }
   if (!c.done()) return std::nullopt;
   if (year < 1 || month < 1 || month > 12 || day < 1 ||
-      static_cast<unsigned>(day) > days_in_month(year, static_cast<unsigned>(month)) ||
-      hour > 23 || minute > 59 || second > 59)
+      static_cast<unsigned>(day) > days_in_month(year, static_cast<unsigned>(month)) || hour > 23 ||
+      minute > 59 || second > 59)
     return std::nullopt;
   const std::int64_t days =
       days_from_civil(year, static_cast<unsigned>(month), static_cast<unsigned>(day)) -
       kPgEpochDays;
-  const std::int64_t seconds =
-      days * kSecondsPerDay + hour * 3600 + minute * 60 + second - offset_seconds;
+  const std::int64_t seconds = days * kSecondsPerDay + std::int64_t{hour} * 3600 +
+                               std::int64_t{minute} * 60 + second - offset_seconds;
   return seconds * kMicrosPerSecond + fraction;
 }
 

@@ -1,0 +1,236 @@
+-- The task layer's hot lookups are index-served. Two kinds of checks on a store of
+-- realistic size (statistics from ANALYZE, no planner settings):
+--   * EXPLAIN (COSTS OFF, FORMAT JSON) of the statements the functions run, with
+--     literals (custom plans) and as prepared statements under
+--     plan_cache_mode = force_generic_plan (the plans PL/pgSQL caches);
+--   * the buffers the real function calls read from each table and its indexes
+--     (pg_stat_get_xact_blocks_fetched), which must stay a handful while the
+--     tables span hundreds of pages, whatever statements the functions use.
+BEGIN;
+SELECT plan(1);
+
+-------------------------------------------------------------------------------
+-- Helpers
+-------------------------------------------------------------------------------
+CREATE FUNCTION pg_temp.plan(q text) RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE p json;
+BEGIN
+  EXECUTE 'EXPLAIN (COSTS OFF, FORMAT JSON) ' || q INTO p;
+  RETURN p::jsonb;
+END $$;
+-- Every plan node of q.
+CREATE FUNCTION pg_temp.nodes(q text) RETURNS SETOF jsonb LANGUAGE sql AS $$
+  SELECT n FROM jsonb_path_query(pg_temp.plan(q), 'strict $.** ? (exists (@."Node Type"))') n $$;
+-- The indexes q's plan reads, sorted.
+CREATE FUNCTION pg_temp.indexes(q text) RETURNS text LANGUAGE sql AS $$
+  SELECT coalesce(string_agg(DISTINCT n ->> 'Index Name', ','), '') FROM pg_temp.nodes(q) n
+   WHERE n ? 'Index Name' $$;
+-- The tables q's plan reads whole (sequential scans), sorted.
+CREATE FUNCTION pg_temp.seqscans(q text) RETURNS text LANGUAGE sql AS $$
+  SELECT coalesce(string_agg(DISTINCT n ->> 'Relation Name', ','), '') FROM pg_temp.nodes(q) n
+   WHERE n ->> 'Node Type' = 'Seq Scan' $$;
+-- The index conditions of q's plan on index `idx`.
+CREATE FUNCTION pg_temp.index_cond(q text, idx text) RETURNS text LANGUAGE sql AS $$
+  SELECT string_agg(n ->> 'Index Cond', ' | ') FROM pg_temp.nodes(q) n WHERE n ->> 'Index Name' = idx $$;
+
+-- Buffers of a table and its indexes fetched so far in this transaction.
+CREATE FUNCTION pg_temp.blocks(tbl regclass) RETURNS bigint LANGUAGE sql AS $$
+  SELECT sum(pg_stat_get_xact_blocks_fetched(c.oid))::bigint FROM pg_class c
+   WHERE c.oid = tbl OR c.oid IN (SELECT i.indexrelid FROM pg_index i WHERE i.indrelid = tbl) $$;
+CREATE FUNCTION pg_temp.pages(tbl regclass) RETURNS bigint LANGUAGE sql AS $$
+  SELECT sum(c.relpages)::bigint FROM pg_class c
+   WHERE c.oid = tbl OR c.oid IN (SELECT i.indexrelid FROM pg_index i WHERE i.indrelid = tbl) $$;
+-- Runs q and returns the buffers it fetched from tbl (and tbl's indexes).
+CREATE FUNCTION pg_temp.cost(q text, tbl regclass) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE before bigint := pg_temp.blocks(tbl);
+BEGIN
+  EXECUTE q;
+  RETURN pg_temp.blocks(tbl) - before;
+END $$;
+
+-------------------------------------------------------------------------------
+-- Fixture: 30000 tasks written straight into the tables
+-------------------------------------------------------------------------------
+SELECT set_config('docket.fake_now', '2040-03-01 00:00:00+00', true);
+INSERT INTO docket.graphs VALUES ('job', 'task', '{"kind": "task"}', '2040-01-01Z');
+-- 20000 finished over 40 days, 10000 live; 2/3 in 50 tenants; 10 queues
+INSERT INTO docket.runs (run_id, tenant_id, queue, graph_id, graph_hash, status, checkpoint_seq,
+                         checkpoint_type, started_at, updated_at, document, wake_at)
+SELECT 'r' || i, CASE WHEN i % 3 = 0 THEN NULL ELSE 't' || (i % 50) END, 'q' || (i % 10), 'job', 'task',
+       CASE WHEN i <= 20000 THEN (ARRAY['completed', 'failed', 'cancelled'])[1 + i % 3] ELSE 'running' END,
+       1, CASE WHEN i <= 20000 THEN 'run_completed' ELSE 'suspended' END::docket.checkpoint_type,
+       '2040-01-01Z'::timestamptz + i * interval '3 minutes',
+       '2040-01-01Z'::timestamptz + i * interval '3 minutes',
+       jsonb_build_object('id', 'r' || i, 'graph_id', 'job', 'graph_hash', 'task',
+                          'status', CASE WHEN i <= 20000 THEN 'completed' ELSE 'running' END,
+                          'checkpoint_seq', 1, 'started_at', '2040-01-01T00:00:00Z', 'attempt', 1),
+       CASE WHEN i > 20000 THEN '2040-06-01Z'::timestamptz END
+  FROM generate_series(1, 30000) i;
+INSERT INTO docket.tasks (run_id, tenant_key, queue, task_name, params, headers, max_attempts, retry,
+                          idempotency_key, created_at)
+SELECT 'r' || i, CASE WHEN i % 3 = 0 THEN '' ELSE 't' || (i % 50) END, 'q' || (i % 10), 'job', '{}', '{}', 5,
+       '{}', CASE WHEN i % 2 = 0 THEN 'key-' || i END, '2040-01-01Z'
+  FROM generate_series(1, 30000) i;
+-- 5 steps for each live task
+INSERT INTO docket.task_steps (run_id, step_name, value, completed_at)
+SELECT 'r' || i, 'step#' || s, to_jsonb(s), '2040-01-01Z'
+  FROM generate_series(20001, 30000) i, generate_series(1, 5) s;
+-- 40000 waits of live tasks: half on events (2000 names), half on children
+INSERT INTO docket.task_waits (run_id, step_name, kind, tenant_key, target)
+SELECT 'r' || i, 'w' || k, CASE WHEN i % 2 = 0 THEN 'event' ELSE 'child' END,
+       CASE WHEN i % 3 = 0 THEN '' ELSE 't' || (i % 50) END,
+       CASE WHEN i % 2 = 0 THEN 'event-' || (i % 2000) ELSE 'c' || i || '-' || k END
+  FROM generate_series(20001, 30000) i, generate_series(1, 4) k;
+-- 50000 event slots, 40000 emitted over 28 days
+INSERT INTO docket.task_events (tenant_key, event_name, payload, emitted_at, created_at)
+SELECT CASE WHEN i % 3 = 0 THEN '' ELSE 't' || (i % 50) END, 'ev-' || i, '{}',
+       CASE WHEN i <= 40000 THEN '2040-01-01Z'::timestamptz + i * interval '1 minute' END, '2040-01-01Z'
+  FROM generate_series(1, 50000) i;
+ANALYZE docket.graphs, docket.runs, docket.tasks, docket.task_steps, docket.task_waits, docket.task_events;
+
+SELECT cmp_ok(pg_temp.pages('docket.tasks'), '>', 300::bigint, 'fixture: docket.tasks spans hundreds of pages');
+SELECT cmp_ok(pg_temp.pages('docket.task_waits'), '>', 300::bigint, 'fixture: docket.task_waits too');
+
+SET plan_cache_mode = force_generic_plan;
+
+-------------------------------------------------------------------------------
+-- spawn_task: the idempotency lookup
+-------------------------------------------------------------------------------
+PREPARE tap_idem(text, text, text) AS
+  SELECT t.run_id FROM docket.tasks t WHERE t.tenant_key = $1 AND t.queue = $2 AND t.idempotency_key = $3;
+SELECT is(pg_temp.indexes($$SELECT t.run_id FROM docket.tasks t
+                             WHERE t.tenant_key = 't2' AND t.queue = 'q2' AND t.idempotency_key = 'key-2'$$),
+  'tasks_idempotency', 'idempotency lookup (custom plan): tasks_idempotency');
+SELECT is(pg_temp.indexes($$EXECUTE tap_idem('t2', 'q2', 'key-2')$$), 'tasks_idempotency',
+  'idempotency lookup (generic plan): tasks_idempotency');
+SELECT is(pg_temp.index_cond($$EXECUTE tap_idem('t2', 'q2', 'key-2')$$, 'tasks_idempotency'),
+  '((tenant_key = $1) AND (queue = $2) AND (idempotency_key = $3))', 'on all three key columns');
+SELECT is(pg_temp.seqscans($$EXECUTE tap_idem('t2', 'q2', 'key-2')$$), '', 'no sequential scan');
+CREATE TEMP TABLE dup AS SELECT 0::bigint AS cost;
+SELECT is(pg_temp.cost($$UPDATE dup SET cost = 0 FROM docket.spawn_task('job', '{}', 'q2', 'tenant:t2', '{"idempotency_key": "key-2"}') s
+                         WHERE NOT s.created AND s.run_id = 'r2'$$, 'docket.tasks') <= 12, true,
+  'a duplicate spawn_task reads a handful of docket.tasks buffers');
+
+-------------------------------------------------------------------------------
+-- emit_event / _task_wake_parents: waiters by (kind, tenant_key, target)
+-------------------------------------------------------------------------------
+PREPARE tap_waiters(text, text) AS
+  DELETE FROM docket.task_waits tw
+   WHERE tw.kind = 'event' AND tw.tenant_key = $1 AND tw.target = $2
+     AND NOT EXISTS (SELECT 1 FROM docket.runs x WHERE x.run_id = tw.run_id AND x.claim_token IS NOT NULL)
+  RETURNING tw.run_id, tw.step_name;
+SELECT is(pg_temp.indexes($$DELETE FROM docket.task_waits tw
+                             WHERE tw.kind = 'event' AND tw.tenant_key = 't2' AND tw.target = 'event-2'
+                               AND NOT EXISTS (SELECT 1 FROM docket.runs x WHERE x.run_id = tw.run_id AND x.claim_token IS NOT NULL)
+                            RETURNING tw.run_id, tw.step_name$$),
+  'runs_pkey,task_waits_target', 'event waiters (custom plan): task_waits_target, then runs by primary key');
+SELECT is(pg_temp.indexes($$EXECUTE tap_waiters('t2', 'event-2')$$), 'runs_pkey,task_waits_target',
+  'event waiters (generic plan): the same');
+SELECT is(pg_temp.index_cond($$EXECUTE tap_waiters('t2', 'event-2')$$, 'task_waits_target'),
+  '((kind = ''event''::text) AND (tenant_key = $1) AND (target = $2))', 'on all three columns');
+SELECT is(pg_temp.seqscans($$EXECUTE tap_waiters('t2', 'event-2')$$), '', 'no sequential scan');
+SELECT is(pg_temp.cost($$SELECT docket.emit_event('nobody-waits', '{}', 'tenant:t2')$$, 'docket.task_waits') <= 6, true,
+  'emit_event reads a handful of docket.task_waits buffers');
+
+-- The waiters of a finishing child: complete_task looks them up on every finish.
+SELECT set_config('docket.fake_now', '2040-03-01 00:00:00+00', true);
+CREATE TEMP TABLE lone AS SELECT s.run_id FROM docket.spawn_task('job', '{}', 'q-lone', 'tenant:t2') s;
+CREATE TEMP TABLE lone_claim AS SELECT c.* FROM docket.claim_tasks('q-lone', now => '2040-03-01Z') c;
+SELECT is((SELECT count(*)::int FROM lone_claim), 1, 'a task is claimed');
+SELECT is(pg_temp.cost($$SELECT docket.complete_task((SELECT run_id FROM lone_claim), (SELECT claim_token FROM lone_claim))$$,
+                       'docket.task_waits') <= 6, true,
+  'complete_task looks up the finishing task''s waiters in a handful of docket.task_waits buffers');
+
+-------------------------------------------------------------------------------
+-- Steps by run
+-------------------------------------------------------------------------------
+PREPARE tap_steps(text) AS
+  SELECT s.step_name, s.value FROM docket.task_steps s WHERE s.run_id = $1 ORDER BY s.step_name;
+PREPARE tap_step(text, text) AS
+  SELECT s.value FROM docket.task_steps s WHERE s.run_id = $1 AND s.step_name = $2;
+SELECT is(pg_temp.indexes($$SELECT s.step_name, s.value FROM docket.task_steps s WHERE s.run_id = 'r20001' ORDER BY s.step_name$$),
+  'task_steps_pkey', 'step_states (custom plan): task_steps_pkey');
+SELECT is(pg_temp.indexes($$EXECUTE tap_steps('r20001')$$), 'task_steps_pkey', 'step_states (generic plan): task_steps_pkey');
+SELECT is(pg_temp.seqscans($$EXECUTE tap_steps('r20001')$$), '', 'no sequential scan');
+SELECT is(pg_temp.indexes($$SELECT s.value FROM docket.task_steps s WHERE s.run_id = 'r20001' AND s.step_name = 'step#2'$$),
+  'task_steps_pkey', 'one step (custom plan): task_steps_pkey');
+SELECT is(pg_temp.indexes($$EXECUTE tap_step('r20001', 'step#2')$$), 'task_steps_pkey', 'one step (generic plan): task_steps_pkey');
+SELECT is(pg_temp.index_cond($$EXECUTE tap_step('r20001', 'step#2')$$, 'task_steps_pkey'),
+  '((run_id = $1) AND (step_name = $2))', 'on both key columns');
+
+CREATE TEMP TABLE st AS SELECT s.run_id FROM docket.spawn_task('job', '{}', 'q-steps') s;
+CREATE TEMP TABLE st_claim AS SELECT c.* FROM docket.claim_tasks('q-steps', now => '2040-03-01Z') c;
+SELECT is(pg_temp.cost($$SELECT docket.complete_step((SELECT run_id FROM st_claim), (SELECT claim_token FROM st_claim), 'a', '1')$$,
+                       'docket.task_steps') <= 8, true, 'complete_step reads a handful of docket.task_steps buffers');
+SELECT is(pg_temp.cost($$SELECT count(*) FROM docket.step_states((SELECT run_id FROM st_claim), (SELECT claim_token FROM st_claim))$$,
+                       'docket.task_steps') <= 6, true, 'step_states too');
+
+-------------------------------------------------------------------------------
+-- claim_tasks: the claimed batch joins tasks and runs by primary key
+-------------------------------------------------------------------------------
+PREPARE tap_claim(timestamptz, int, bigint, int, text) AS
+  SELECT d.run_id, d.claim_token, d.claim_attempt, d.checkpoint_seq, t.task_name, t.params,
+         t.headers, t.cancel_at, t.deadline_at, t.first_started_at, t.max_duration_ms, r.document
+    FROM docket.claim_due($1, $2, $3, $4, NULL, $5) d
+    JOIN docket.tasks t ON t.run_id = d.run_id
+    JOIN docket.runs r ON r.run_id = d.run_id
+   WHERE d.outcome = 'lease'
+   ORDER BY d.run_id;
+SELECT is(pg_temp.indexes($$EXECUTE tap_claim('2040-03-01Z', 10, 30000, 10, 'q1')$$), 'runs_pkey,tasks_pkey',
+  'claim_tasks (generic plan): tasks and runs by primary key');
+SELECT is(pg_temp.seqscans($$EXECUTE tap_claim('2040-03-01Z', 10, 30000, 10, 'q1')$$), '', 'no sequential scan');
+
+-------------------------------------------------------------------------------
+-- cleanup: finished runs by age through runs_finished
+-------------------------------------------------------------------------------
+PREPARE tap_finished(timestamptz, int) AS
+  DELETE FROM docket.runs x
+   WHERE x.run_id = ANY (ARRAY(
+     SELECT y.run_id FROM docket.runs y
+      WHERE y.status IN ('completed', 'failed', 'cancelled') AND y.updated_at < $1
+      ORDER BY y.updated_at
+      LIMIT $2
+      FOR UPDATE SKIP LOCKED));
+SELECT is(pg_temp.indexes($$DELETE FROM docket.runs x
+   WHERE x.run_id = ANY (ARRAY(
+     SELECT y.run_id FROM docket.runs y
+      WHERE y.status IN ('completed', 'failed', 'cancelled') AND y.updated_at < '2040-01-08Z'
+      ORDER BY y.updated_at LIMIT 1000 FOR UPDATE SKIP LOCKED))$$),
+  'runs_finished,runs_pkey', 'cleanup (custom plan): runs_finished picks, runs_pkey deletes');
+SELECT is(pg_temp.indexes($$EXECUTE tap_finished('2040-01-08Z', 1000)$$), 'runs_finished,runs_pkey',
+  'cleanup (generic plan): the same');
+SELECT is(pg_temp.index_cond($$EXECUTE tap_finished('2040-01-08Z', 1000)$$, 'runs_finished'), '(updated_at < $1)',
+  'the horizon is the index condition');
+SELECT is(pg_temp.seqscans($$EXECUTE tap_finished('2040-01-08Z', 1000)$$), '', 'no sequential scan');
+
+PREPARE tap_events(timestamptz, int) AS
+  DELETE FROM docket.task_events e
+   WHERE (e.tenant_key, e.event_name) IN (
+     SELECT f.tenant_key, f.event_name FROM docket.task_events f
+      WHERE f.emitted_at < $1
+      ORDER BY f.emitted_at
+      LIMIT $2
+      FOR UPDATE SKIP LOCKED);
+SELECT ok(position('task_events_emitted' IN pg_temp.indexes($$EXECUTE tap_events('2040-01-02Z', 1000)$$)) > 0,
+  'cleanup of emitted events picks them through task_events_emitted');
+
+-- The real thing: a batch of 10 costs a few buffers per deleted task, not a scan.
+SELECT set_config('docket.fake_now', '2040-03-01 00:00:00+00', true);
+CREATE TEMP TABLE gone AS SELECT 0::bigint AS n;
+SELECT cmp_ok(pg_temp.cost($$UPDATE gone SET n = docket.cleanup(interval '52 days', 10)$$, 'docket.runs'), '<',
+  pg_temp.pages('docket.runs') / 10, 'cleanup(batch 10) reads a small part of docket.runs');
+SELECT is((SELECT n FROM gone), 10::bigint, 'and deletes 10 runs');
+SELECT cmp_ok(pg_temp.cost($$UPDATE gone SET n = docket.cleanup(interval '52 days', 10)$$, 'docket.task_events'), '<',
+  pg_temp.pages('docket.task_events') / 10, 'cleanup(batch 10) reads a small part of docket.task_events');
+
+DEALLOCATE tap_idem;
+DEALLOCATE tap_waiters;
+DEALLOCATE tap_steps;
+DEALLOCATE tap_step;
+DEALLOCATE tap_claim;
+DEALLOCATE tap_finished;
+DEALLOCATE tap_events;
+RESET plan_cache_mode;
+
+SELECT * FROM finish();
+ROLLBACK;
