@@ -574,8 +574,10 @@ BEGIN
   IF scope IS NULL OR run_id IS NULL THEN
     RAISE EXCEPTION 'bad_argument: scope and run_id must not be NULL' USING ERRCODE = '22023';
   END IF;
+  -- Same message as the run store's, so a tenant cannot tell another tenant's ids apart.
   IF NOT EXISTS (SELECT 1 FROM docket.tasks t WHERE t.run_id = cancel_task.run_id) THEN
-    RAISE EXCEPTION 'not_found: task % does not exist', run_id USING ERRCODE = 'DK003';
+    RAISE EXCEPTION 'not_found: run % does not exist or is not visible in this scope', run_id
+      USING ERRCODE = 'DK003';
   END IF;
   outcome := docket.mutate_run(scope, run_id, 'docket.task_cancel(jsonb,jsonb)',
                                jsonb_build_object('reason', reason));
@@ -611,6 +613,8 @@ BEGIN
       THEN info -> 'run' ->> 'status'
     WHEN info ->> 'poisoned_at' IS NOT NULL THEN 'poisoned'
     WHEN info ->> 'claimed_at' IS NOT NULL THEN 'running'
+    -- an event wait with a timeout is a wait: the timeout only bounds it
+    WHEN info -> 'run' -> 'waiting' ->> 'kind' IN ('event', 'child') THEN 'waiting'
     WHEN (info ->> 'wake_at')::timestamptz > docket.now() THEN 'sleeping'
     ELSE 'pending' END;
   RETURN jsonb_build_object(
@@ -640,21 +644,38 @@ CREATE FUNCTION docket.claim_tasks(queue text, claim_limit int DEFAULT 1,
   AS $$
 DECLARE
   c record;
+  lease_ids text[];
+  lease_tokens uuid[];
+  lease_attempts int[];
+  lease_seqs bigint[];
 BEGIN
   IF queue IS NULL THEN
     RAISE EXCEPTION 'bad_argument: queue must not be NULL' USING ERRCODE = '22023';
   END IF;
+  -- claim_due runs (and validates its arguments) before anything is joined.
+  SELECT coalesce(array_agg(d.run_id), '{}'), coalesce(array_agg(d.claim_token), '{}'),
+         coalesce(array_agg(d.claim_attempt), '{}'), coalesce(array_agg(d.checkpoint_seq), '{}')
+    INTO lease_ids, lease_tokens, lease_attempts, lease_seqs
+    FROM docket.claim_due(claim_tasks.now, claim_limit, lease_ms, max_claim_attempts, NULL,
+                          claim_tasks.queue) d
+   WHERE d.outcome = 'lease';
   FOR c IN
     SELECT d.run_id, d.claim_token, d.claim_attempt, d.checkpoint_seq, t.task_name, t.params,
            t.headers, t.cancel_at, t.deadline_at, t.first_started_at, t.max_duration_ms,
-           r.document
-      FROM docket.claim_due(claim_tasks.now, claim_limit, lease_ms, max_claim_attempts, NULL,
-                            claim_tasks.queue) d
-      JOIN docket.tasks t ON t.run_id = d.run_id
+           r.document, t.run_id IS NULL AS plain_run
+      FROM unnest(lease_ids, lease_tokens, lease_attempts, lease_seqs)
+             AS d (run_id, claim_token, claim_attempt, checkpoint_seq)
+      LEFT JOIN docket.tasks t ON t.run_id = d.run_id
       JOIN docket.runs r ON r.run_id = d.run_id
-     WHERE d.outcome = 'lease'
      ORDER BY d.run_id
   LOOP
+    -- A plain run-store run sharing the queue is handed back untouched: no attempt
+    -- used, due again at once for the claimer it belongs to.
+    IF c.plain_run THEN
+      PERFORM docket.abandon_claim(c.run_id, c.claim_token, c.checkpoint_seq, claim_tasks.now,
+                                   claim_tasks.now, 1, non_poisoning => true);
+      CONTINUE;
+    END IF;
     -- Deadlines are checked for the claimed tasks only: no scan of live tasks.
     IF c.first_started_at IS NULL AND c.cancel_at IS NOT NULL AND c.cancel_at <= claim_tasks.now THEN
       PERFORM docket._task_cancel_held(c.run_id, 'cancel_after_ms');
@@ -941,9 +962,10 @@ CREATE FUNCTION docket.complete_task(run_id text, claim_token uuid, result jsonb
 DECLARE
   r docket.runs;
 BEGIN
-  r := docket._task_lock(complete_task.run_id, complete_task.claim_token, allow_overdue => true);
+  r := docket._task_lock(complete_task.run_id, complete_task.claim_token);
   PERFORM docket._task_commit(r, jsonb_build_object('status', 'completed', 'result', result),
                               'run_completed', 'terminal');
+  DELETE FROM docket.task_waits w WHERE w.run_id = complete_task.run_id;
   PERFORM docket._task_wake_parents(complete_task.run_id);
 END $$;
 COMMENT ON FUNCTION docket.complete_task(text, uuid, jsonb) IS
@@ -971,6 +993,7 @@ BEGIN
     PERFORM docket._task_commit(r, jsonb_build_object('status', 'cancelled', 'error', error,
                                                       'cancel_reason', 'max_duration_ms'),
                                 'run_cancelled', 'terminal');
+    DELETE FROM docket.task_waits w WHERE w.run_id = fail_task.run_id;
     PERFORM docket._task_wake_parents(fail_task.run_id);
     RETURN QUERY SELECT 'cancelled'::text, NULL::timestamptz;
   ELSIF failed_attempt < t.max_attempts THEN
@@ -984,6 +1007,7 @@ BEGIN
   ELSE
     PERFORM docket._task_commit(r, jsonb_build_object('status', 'failed', 'error', error),
                                 'run_failed', 'terminal');
+    DELETE FROM docket.task_waits w WHERE w.run_id = fail_task.run_id;
     PERFORM docket._task_wake_parents(fail_task.run_id);
     RETURN QUERY SELECT 'failed'::text, NULL::timestamptz;
   END IF;

@@ -5,6 +5,9 @@
 # Knobs (environment): BENCH_PORT (54335), BENCH_CLIENTS (10), BENCH_SECONDS (20),
 # BENCH_LIMITS ("1 10 100"), BENCH_DUE (400000), LAT_SECONDS (10), LAT_SMALL (10000),
 # LAT_LARGE (1000000), LAT_DUE (100), LAT_LIMIT (10), BENCH_INSTALL (1: make install first),
+# BENCH_LOAD / LAT_LOAD (how the throughput / latency preloads are written: insert_run = one
+# docket.insert_run call per row; direct = the same rows by one INSERT ... SELECT, 3-5x faster;
+# defaults insert_run / direct),
 # BENCH_OUT (where the summary goes, default /tmp/docket-bench-claim.txt).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -20,6 +23,8 @@ LAT_SMALL=${LAT_SMALL:-10000}
 LAT_LARGE=${LAT_LARGE:-1000000}
 LAT_DUE=${LAT_DUE:-100}
 LAT_LIMIT=${LAT_LIMIT:-10}
+LAT_LOAD=${LAT_LOAD:-direct}
+BENCH_LOAD=${BENCH_LOAD:-insert_run}
 OUT=${BENCH_OUT:-/tmp/docket-bench-claim.txt}
 
 export PGHOST=127.0.0.1 PGPORT=$PORT PGUSER=postgres PGDATABASE=postgres
@@ -52,6 +57,9 @@ load() {
   wait $b
 }
 
+# loader <insert_run|direct>: the bench function that preloads docket runs.
+loader() { if [ "$1" = direct ]; then echo load_direct; else echo load_docket; fi; }
+
 # pgbench <db> <script> <claim_limit> <seconds> <clients>: prints "tps latency_ms".
 bench() {
   local db=$1 script=$2 limit=$3 secs=$4 clients=$5 out
@@ -75,9 +83,10 @@ say "git $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet
 q -c "CREATE DATABASE bench_tp"
 q -d bench_tp -f $here/setup.sql >/dev/null
 
+due_load="SELECT bench.$(loader "$BENCH_LOAD")('d', %s, %s, 'due')"
 t=$(now)
-load bench_tp "SELECT bench.load_docket('d', %s, %s, 'due')" 1 "$DUE"
-say "preload: $DUE due runs through docket.insert_run in $(elapsed "$t") s (2 sessions)"
+load bench_tp "$due_load" 1 "$DUE"
+say "preload: $DUE due runs in $(elapsed "$t") s ($BENCH_LOAD, 2 sessions)"
 t=$(now)
 q -d bench_tp -c "SELECT bench.load_raw(1, $DUE)" >/dev/null
 say "preload: $DUE raw jobs in $(elapsed "$t") s"
@@ -104,7 +113,7 @@ for limit in $LIMITS; do
     # Top the due set back up so every phase starts from the same backlog.
     [ "$limit" = "${LIMITS##* }" ] && continue  # not after the last phase
     if [ $system = docket ] && [ $done_runs -gt 0 ]; then
-      load bench_tp "SELECT bench.load_docket('d', %s, %s, 'due')" $docket_next $((docket_next + done_runs - 1))
+      load bench_tp "$due_load" $docket_next $((docket_next + done_runs - 1))
       docket_next=$((docket_next + done_runs))
     elif [ $system = raw ] && [ $done_runs -gt 0 ]; then
       q -d bench_tp -c "SELECT bench.load_raw($raw_next, $((raw_next + done_runs - 1)))" >/dev/null
@@ -120,18 +129,19 @@ q -c "DROP DATABASE bench_tp"
 q -c "CREATE DATABASE bench_lat"
 q -d bench_lat -f $here/setup.sql >/dev/null
 q -d bench_lat -c "SELECT bench.load_docket('due', 1, $LAT_DUE, 'due')" >/dev/null
+nondue="SELECT bench.$(loader "$LAT_LOAD")('n', %s, %s, 'nondue')"
 t=$(now)
-load bench_lat "SELECT bench.load_docket('n', %s, %s, 'nondue')" 1 "$LAT_SMALL"
+load bench_lat "$nondue" 1 "$LAT_SMALL"
 say ""
 say "latency: 1 client, claim_due(claim_limit => $LAT_LIMIT) + ROLLBACK, $LAT_DUE due runs, ${LAT_SECONDS} s each"
-say "preload: $LAT_SMALL non-due runs (waiting / completed / future wake) in $(elapsed "$t") s"
+say "preload: $LAT_SMALL non-due runs (waiting / completed / future wake) in $(elapsed "$t") s ($LAT_LOAD)"
 q -d bench_lat -c "VACUUM (ANALYZE) docket.runs"
 read -r tps_small lat_small < <(bench bench_lat $here/claim_rollback.pgbench "$LAT_LIMIT" "$LAT_SECONDS" 1)
 say "$(printf '%9s non-due: %8s ms average (%s tps)' "$LAT_SMALL" "$lat_small" "$tps_small")"
 
 t=$(now)
-load bench_lat "SELECT bench.load_docket('n', %s, %s, 'nondue')" $((LAT_SMALL + 1)) "$LAT_LARGE"
-say "preload: $((LAT_LARGE - LAT_SMALL)) more non-due runs in $(elapsed "$t") s (2 sessions)"
+load bench_lat "$nondue" $((LAT_SMALL + 1)) "$LAT_LARGE"
+say "preload: $((LAT_LARGE - LAT_SMALL)) more non-due runs in $(elapsed "$t") s ($LAT_LOAD, 2 sessions)"
 q -d bench_lat -c "VACUUM (ANALYZE) docket.runs"
 read -r tps_large lat_large < <(bench bench_lat $here/claim_rollback.pgbench "$LAT_LIMIT" "$LAT_SECONDS" 1)
 say "$(printf '%9s non-due: %8s ms average (%s tps)' "$LAT_LARGE" "$lat_large" "$tps_large")"

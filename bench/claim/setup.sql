@@ -105,3 +105,29 @@ BEGIN
   END LOOP;
   RETURN done;
 END $$;
+
+-- The same rows as load_docket(prefix, first, last, kind) stores, written
+-- with one INSERT ... SELECT instead of one insert_run call per row (3-5x
+-- faster). Column values mirror insert_run's; the runs are then claimed and
+-- committed through the API like any other. A preload shortcut only.
+CREATE OR REPLACE FUNCTION bench.load_direct(prefix text, first bigint, last bigint, kind text)
+RETURNS bigint LANGUAGE sql AS $$
+  WITH rows AS (
+    SELECT prefix || g AS id,
+           CASE WHEN kind = 'due' THEN 'running'
+                ELSE (ARRAY['waiting', 'completed', 'running'])[g % 3 + 1] END AS status,
+           CASE WHEN kind = 'due' OR g % 3 <> 2
+                THEN timestamptz '2024-01-01' + g * interval '1 ms'
+                ELSE timestamptz '2999-01-01' + g * interval '1 ms' END AS wake_at
+    FROM generate_series(first, last) g),
+  ins AS (
+    INSERT INTO docket.runs (run_id, tenant_id, queue, graph_id, graph_hash, status,
+                             checkpoint_seq, checkpoint_type, started_at, updated_at, document,
+                             wake_at, claim_attempts, claim_abandons)
+    SELECT id, NULL, 'default', 'bench', 'h1', status, 0, 'run_initialized',
+           timestamptz '2024-01-01T00:00:00Z', docket.now(), bench.run_doc(id, status, 0),
+           wake_at, 0, 0
+    FROM rows
+    RETURNING 1)
+  SELECT count(*) FROM ins
+$$;

@@ -8,8 +8,7 @@
 
 namespace docket {
 
-Context::Context(ContextBackend& backend, sql::ClaimedTask task,
-                 std::map<std::string, Json> steps)
+Context::Context(ContextBackend& backend, sql::ClaimedTask task, std::map<std::string, Json> steps)
     : backend_(backend), task_(std::move(task)), steps_(std::move(steps)) {}
 
 std::string Context::occurrence(const std::string& name) {
@@ -118,8 +117,7 @@ std::optional<Json> Context::await_event(const std::string& event_name,
   const std::optional<std::int64_t> timeout_ms =
       timeout ? std::optional<std::int64_t>(timeout->count()) : std::nullopt;
   const sql::Suspension outcome = fenced(true, [&](pqxx::transaction_base& tx) {
-    return sql::await_event(tx, task_.run_id, task_.claim_token, step_name, event_name,
-                            timeout_ms);
+    return sql::await_event(tx, task_.run_id, task_.claim_token, step_name, event_name, timeout_ms);
   });
   if (outcome.suspended) unwind(ControlSignal::Kind::suspended);
   backend_.progress();
@@ -184,9 +182,8 @@ TaskOutcome Context::await_task(const std::string& child_run_id, const std::stri
 }
 
 void Context::heartbeat() {
-  fenced(true, [&](pqxx::transaction_base& tx) {
-    sql::heartbeat(tx, task_.run_id, task_.claim_token);
-  });
+  fenced(true,
+         [&](pqxx::transaction_base& tx) { sql::heartbeat(tx, task_.run_id, task_.claim_token); });
   backend_.progress();
 }
 

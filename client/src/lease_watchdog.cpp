@@ -8,9 +8,13 @@ namespace docket::detail {
 
 LeaseWatchdog::LeaseWatchdog(std::shared_ptr<PoolShared> pool) : pool_(std::move(pool)) {}
 
-LeaseWatchdog::~LeaseWatchdog() { stop(); }
+LeaseWatchdog::~LeaseWatchdog() {
+  stop();
+}
 
-void LeaseWatchdog::start() { thread_ = std::thread([this] { run(); }); }
+void LeaseWatchdog::start() {
+  thread_ = std::thread([this] { run(); });
+}
 
 void LeaseWatchdog::stop() {
   {
@@ -34,9 +38,10 @@ void LeaseWatchdog::run() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stopping_) {
     // Runners that gave their slot back (finished or stopped) need no watching.
-    runners_.erase(std::remove_if(runners_.begin(), runners_.end(),
-                                  [](const std::shared_ptr<Runner>& r) { return !r->holds_slot(); }),
-                   runners_.end());
+    runners_.erase(
+        std::remove_if(runners_.begin(), runners_.end(),
+                       [](const std::shared_ptr<Runner>& r) { return !r->holds_slot(); }),
+        runners_.end());
     const Clock::time_point now = Clock::now();
     Clock::time_point next = Clock::time_point::max();
     std::vector<std::shared_ptr<Runner>> overdue;

@@ -36,9 +36,13 @@ Poller::Poller(std::shared_ptr<PoolShared> pool, RunnerHost& host,
                std::unique_ptr<pqxx::connection> connection)
     : pool_(std::move(pool)), host_(host), connection_(std::move(connection)) {}
 
-Poller::~Poller() { stop(); }
+Poller::~Poller() {
+  stop();
+}
 
-void Poller::start() { thread_ = std::thread([this] { run(); }); }
+void Poller::start() {
+  thread_ = std::thread([this] { run(); });
+}
 
 void Poller::stop() {
   stopping_.store(true);

@@ -26,8 +26,8 @@ std::string type_name(const std::type_info& type) {
 // A bounded failure document; invalid UTF-8 in what() is replaced, not fatal.
 Json error_json(const std::string& message, const std::string& type) {
   const auto clean = [](const std::string& text) {
-    const std::string dumped = Json(text.substr(0, kMaxErrorMessage))
-                                   .dump(-1, ' ', false, Json::error_handler_t::replace);
+    const std::string dumped =
+        Json(text.substr(0, kMaxErrorMessage)).dump(-1, ' ', false, Json::error_handler_t::replace);
     return Json::parse(dumped);
   };
   return Json{{"message", clean(message)}, {"type", clean(type)}};
@@ -90,8 +90,8 @@ void Runner::execute() {
     connection_ = pool_->connections.acquire();
   } catch (const std::exception& e) {
     pool_->counters.lost.fetch_add(1);
-    pool_->log(LogLevel::error, describe() + ": no connection, the claim expires after its lease: " +
-                                    e.what());
+    pool_->log(LogLevel::error,
+               describe() + ": no connection, the claim expires after its lease: " + e.what());
     return;
   }
 
@@ -114,8 +114,8 @@ void Runner::execute() {
     return;
   } catch (const std::exception& e) {
     pool_->counters.lost.fetch_add(1);
-    pool_->log(LogLevel::error, describe() + ": cannot load its steps, the claim expires: " +
-                                    e.what());
+    pool_->log(LogLevel::error,
+               describe() + ": cannot load its steps, the claim expires: " + e.what());
     return;
   }
 
@@ -193,16 +193,17 @@ void Runner::defer() {
           return sql::defer_task(tx, task_.run_id, task_.claim_token);
         });
     pool_->counters.abandoned.fetch_add(1);
-    pool_->log(disposition == "poisoned" ? LogLevel::error : LogLevel::warning,
-               describe() + ": unknown task name, handed back without an attempt (" +
-                   disposition + ")");
+    pool_->log(
+        disposition == "poisoned" ? LogLevel::error : LogLevel::warning,
+        describe() + ": unknown task name, handed back without an attempt (" + disposition + ")");
   } catch (const Cancelled&) {
     on_signal(ControlSignal::Kind::cancelled);
   } catch (const StaleFence&) {
     on_signal(ControlSignal::Kind::lost);
   } catch (const std::exception& e) {
     pool_->counters.lost.fetch_add(1);
-    pool_->log(LogLevel::error, describe() + ": could not defer the unknown task name: " + e.what());
+    pool_->log(LogLevel::error,
+               describe() + ": could not defer the unknown task name: " + e.what());
   }
 }
 

@@ -89,6 +89,17 @@ const char* or_null(const std::optional<std::string>& value) {
   return value ? value->c_str() : nullptr;
 }
 
+// libpq's message is "ERROR:  <primary>\nDETAIL: ...\nCONTEXT: ..."; docket's
+// messages start with the reason word, so the typed error keeps the primary
+// line only (e.g. "stale_fence: task ... is not held by this claim token").
+std::string primary_message(const std::string& what) {
+  std::string message = what.substr(0, what.find('\n'));
+  for (const char* severity : {"ERROR:  ", "FATAL:  ", "PANIC:  "}) {
+    if (message.rfind(severity, 0) == 0) return message.substr(std::string(severity).size());
+  }
+  return message.empty() ? what : message;
+}
+
 bool connection_class(const std::string& sqlstate) {
   // 08xxx connection exceptions; 57P01..57P03 the server going away.
   return sqlstate.rfind("08", 0) == 0 || sqlstate == "57P01" || sqlstate == "57P02" ||
@@ -135,7 +146,7 @@ void rethrow_mapped(bool mutating) {
     if (mutating) throw Ambiguous("", std::string("connection lost during a mutating call: ") + e.what());
     throw ConnectionLost("", e.what());
   } catch (const pqxx::sql_error& e) {
-    throw_for_sqlstate(e.sqlstate(), e.what(), mutating);
+    throw_for_sqlstate(e.sqlstate(), primary_message(e.what()), mutating);
   }
 }
 

@@ -134,9 +134,9 @@ void WorkerPool::Impl::release_remaining_claims() {
   try {
     connection = detail::connect(options_.conninfo);
   } catch (const std::exception& e) {
-    shared_->log(LogLevel::warning,
-                 std::string("shutdown: no connection to release claims (they expire): ") +
-                     e.what());
+    shared_->log(
+        LogLevel::warning,
+        std::string("shutdown: no connection to release claims (they expire): ") + e.what());
   }
   for (const std::shared_ptr<detail::Runner>& runner : stopped) {
     const sql::ClaimedTask& task = runner->task();
@@ -234,8 +234,9 @@ PoolCounters WorkerPool::Impl::counters() const {
   out.stuck = c.stuck.load();
   out.active = static_cast<std::uint64_t>(std::max(0, shared_->active()));
   const std::uint64_t calls = c.claim_calls.load();
-  out.claim_latency_ms = calls == 0 ? 0.0 : static_cast<double>(c.claim_micros.load()) / 1000.0 /
-                                                static_cast<double>(calls);
+  out.claim_latency_ms =
+      calls == 0 ? 0.0
+                 : static_cast<double>(c.claim_micros.load()) / 1000.0 / static_cast<double>(calls);
   return out;
 }
 
@@ -244,9 +245,17 @@ WorkerPool::WorkerPool(TaskCatalog catalog, WorkerPoolOptions options)
 
 WorkerPool::~WorkerPool() = default;
 
-void WorkerPool::start() { impl_->start(); }
-void WorkerPool::stop() { impl_->stop(); }
-bool WorkerPool::running() const { return impl_->running(); }
-PoolCounters WorkerPool::counters() const { return impl_->counters(); }
+void WorkerPool::start() {
+  impl_->start();
+}
+void WorkerPool::stop() {
+  impl_->stop();
+}
+bool WorkerPool::running() const {
+  return impl_->running();
+}
+PoolCounters WorkerPool::counters() const {
+  return impl_->counters();
+}
 
 }  // namespace docket

@@ -108,9 +108,10 @@ TEST_F(ClientTest, SpawnRunAtSchedulesTheWake) {
   const auto info = client.inspect_run("system", spawned.run_id);
   ASSERT_TRUE(info);
   EXPECT_FALSE((*info)["wake_at"].is_null());
-  EXPECT_EQ(scalar(other_, "SELECT wake_at = '2099-06-01T12:00:00Z' FROM docket.runs "
-                           "WHERE run_id = '" +
-                               spawned.run_id + "'"),
+  EXPECT_EQ(scalar(other_,
+                   "SELECT wake_at = '2099-06-01T12:00:00Z' FROM docket.runs "
+                   "WHERE run_id = '" +
+                       spawned.run_id + "'"),
             "t");
   EXPECT_EQ((*client.task_result("system", spawned.run_id))["state"], "sleeping");
 }
@@ -200,9 +201,10 @@ TEST_F(ClientTest, EmitEventFirstWinsAndWakesTheWaiter) {
 
   EXPECT_TRUE(client.emit_event(event, Json{{"by", "alice"}}));
   EXPECT_FALSE(client.emit_event(event, Json{{"by", "mallory"}}));
-  EXPECT_EQ(Json::parse(scalar(other_, "SELECT payload::text FROM docket.task_events "
-                                       "WHERE event_name = '" +
-                                           event + "'")),
+  EXPECT_EQ(Json::parse(scalar(other_,
+                               "SELECT payload::text FROM docket.task_events "
+                               "WHERE event_name = '" +
+                                   event + "'")),
             (Json{{"by", "alice"}}));
   EXPECT_EQ((*client.task_result("system", spawned.run_id))["state"], "pending");
 
@@ -431,10 +433,11 @@ TEST_F(ClientTest, RunStoreErrorsMapToTheirTypes) {
   EXPECT_EQ(thrown_sqlstate<InvalidRun>([&] {
               exec_mapped(connection_,
                           "SELECT docket.insert_run('tenantless', jsonb_build_object('id', '" +
-                              unique_name("r") + "', 'graph_id', 'never_saved', 'graph_hash', "
-                                                 "'h1', 'status', 'running', 'checkpoint_seq', "
-                                                 "0, 'started_at', '2030-01-01T00:00:00Z'), "
-                                                 "'run_initialized', now())",
+                              unique_name("r") +
+                              "', 'graph_id', 'never_saved', 'graph_hash', "
+                              "'h1', 'status', 'running', 'checkpoint_seq', "
+                              "0, 'started_at', '2030-01-01T00:00:00Z'), "
+                              "'run_initialized', now())",
                           true);
             }),
             "DK007");
@@ -460,10 +463,10 @@ TEST_F(ClientTest, RunStoreErrorsMapToTheirTypes) {
             }),
             "DK005");
   // retry_poisoned_run of a finished run.
-  exec_mapped(connection_,
-              "SELECT docket.mutate_run('system', '" + id +
-                  "', 'docket.task_cancel(jsonb,jsonb)', '{}')",
-              true);
+  exec_mapped(
+      connection_,
+      "SELECT docket.mutate_run('system', '" + id + "', 'docket.task_cancel(jsonb,jsonb)', '{}')",
+      true);
   EXPECT_EQ(thrown_sqlstate<InactiveRun>([&] {
               sql::in_transaction(connection_, true, [&](auto& tx) {
                 return sql::retry_poisoned_run(tx, "system", id);

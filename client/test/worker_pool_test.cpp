@@ -4,6 +4,8 @@
 // every test uses its own queue, so tests do not see each other's tasks.
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -29,11 +31,15 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 using test::unique_name;
 
-// Keeps every message, so tests can check what the pool reported.
+// Keeps every message, so tests can check what the pool reported
+// (DOCKET_TEST_VERBOSE=1 also prints them).
 class CapturingLogger final : public Logger {
  public:
   void log(LogLevel level, std::string_view message) override {
     const std::lock_guard<std::mutex> lock(mutex_);
+    if (verbose_)
+      std::fprintf(stderr, "[pool %d] %.*s\n", static_cast<int>(level),
+                   static_cast<int>(message.size()), message.data());
     lines_.push_back({level, std::string(message)});
   }
   bool contains(LogLevel level, const std::string& needle) const {
@@ -44,6 +50,7 @@ class CapturingLogger final : public Logger {
   }
 
  private:
+  const bool verbose_ = std::getenv("DOCKET_TEST_VERBOSE") != nullptr;
   mutable std::mutex mutex_;
   std::vector<std::pair<LogLevel, std::string>> lines_;
 };
@@ -217,8 +224,9 @@ TEST_F(WorkerPoolTest, EndToEndWithStepsSleepEventAndChild) {
   EXPECT_EQ(probe->notify.load(), 1);
   const std::string child_id = r["result"]["child_id"];
   const Json steps = steps_of(run_id);
-  for (const std::string name : {"charge", "charge#2", "notify", "sleep", "event:" + event,
-                                 "spawn:child", "task:" + child_id})
+  const std::vector<std::string> names = {
+      "charge", "charge#2", "notify", "sleep", "event:" + event, "spawn:child", "task:" + child_id};
+  for (const std::string& name : names)
     EXPECT_TRUE(steps.contains(name)) << name << " in " << steps.dump();
   EXPECT_EQ(steps["spawn:child"]["run_id"], child_id);
 

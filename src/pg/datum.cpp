@@ -77,12 +77,6 @@ std::optional<Token> optional_uuid_arg(FunctionCallInfo fcinfo, int index) {
   return token_value(PG_GETARG_DATUM(index));
 }
 
-Datum uuid_datum(const Token& token) {
-  pg_uuid_t* u = call([] { return static_cast<pg_uuid_t*>(palloc(sizeof(pg_uuid_t))); });
-  std::memcpy(u->data, token.data(), token.size());
-  return UUIDPGetDatum(u);
-}
-
 Scope scope_arg(FunctionCallInfo fcinfo, int index) {
   return parse_scope(text_arg(fcinfo, index, "scope"));
 }

@@ -35,7 +35,6 @@ void validate_queue(const std::string& queue);
 
 std::string text_value(Datum text);
 Datum text_datum(std::string_view text);
-Datum uuid_datum(const Token& token);
 Token token_value(Datum uuid);
 // The label of a docket.checkpoint_type value.
 std::string enum_label(Datum value);

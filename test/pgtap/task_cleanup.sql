@@ -135,7 +135,7 @@ SELECT is((SELECT string_agg(i.name || ':' || r.status || ':' || extract(epoch F
   'cancelled-old:cancelled:3 timeout-old:completed:4 done-at-horizon:completed:50 done-new:completed:100',
   'fixture: statuses and last writes');
 SELECT is(pg_temp.kinds('done-old'), 'run,run_events,steps,task', 'fixture: done-old has steps and run events');
-SELECT is(pg_temp.kinds('timeout-old'), 'run,task,waits', 'fixture: timeout-old still has its wait row');
+SELECT is(pg_temp.kinds('timeout-old'), 'run,task', 'fixture: complete_task removed timeout-old''s leftover wait row');
 SELECT is(pg_temp.event_names(), '/late-event /never-emitted /new-event /old-event /pending-event t1/old-event',
   'fixture: the event slots');
 
@@ -150,14 +150,14 @@ SELECT pg_temp.at(200);
 SELECT is(docket.cleanup(interval '150 seconds', 2), 2::bigint, 'the first batch deletes 2 runs');
 SELECT is(pg_temp.kinds('done-old') || '|' || pg_temp.kinds('failed-old'), '|',
   'the two oldest finished tasks are gone: run, task row, steps, run events');
-SELECT is(pg_temp.kinds('cancelled-old') || '|' || pg_temp.kinds('timeout-old'), 'run,task|run,task,waits',
+SELECT is(pg_temp.kinds('cancelled-old') || '|' || pg_temp.kinds('timeout-old'), 'run,task|run,task',
   'the next ones wait for the next batch');
 SELECT is(pg_temp.event_names(), '/late-event /never-emitted /new-event /pending-event t1/old-event',
   'the event emitted before the horizon is gone; later and unemitted ones stay');
 
 SELECT is(docket.cleanup(interval '150 seconds', 2), 2::bigint, 'the second batch deletes 2 runs');
 SELECT is(pg_temp.kinds('cancelled-old') || '|' || pg_temp.kinds('timeout-old'), '|',
-  'the cancelled task and the completed one with a leftover wait are gone, wait included');
+  'the cancelled task and the completed one are gone');
 SELECT is(docket.cleanup(interval '150 seconds', 2), 0::bigint, 'then nothing is left to delete: 0');
 
 SELECT is(pg_temp.rows_of(ARRAY['pending-old', 'running-old', 'sleeping-old', 'waiting-old',

@@ -321,9 +321,9 @@ SELECT throws_ok($$SELECT docket.cancel_task('system', NULL)$$, '22023',
   'bad_argument: scope and run_id must not be NULL', 'cancel_task: NULL run_id');
 SELECT throws_ok($$SELECT docket.cancel_task('bogus', 'x')$$, '23514', NULL, 'cancel_task: a malformed scope');
 SELECT throws_ok($$SELECT docket.cancel_task('system', 'nope')$$, 'DK003',
-  'not_found: task nope does not exist', 'cancel_task: an unknown task');
+  'not_found: run nope does not exist or is not visible in this scope', 'cancel_task: an unknown task');
 SELECT throws_ok($$SELECT docket.cancel_task('system', 'plain-run')$$, 'DK003',
-  'not_found: task plain-run does not exist', 'cancel_task: a run that is not a task');
+  'not_found: run plain-run does not exist or is not visible in this scope', 'cancel_task: a run that is not a task');
 
 -- a pending task
 SELECT pg_temp.spawn('k1', 'qk1');

@@ -19,13 +19,13 @@ namespace docket {
 struct WorkerPoolOptions {
   std::string conninfo;  // libpq connection string ("" = PG* environment)
   std::string queue = "default";
-  int concurrency = 10;   // runners at most
-  int batch_size = 10;    // claim at most this many per poll
+  int concurrency = 10;  // runners at most
+  int batch_size = 10;   // claim at most this many per poll
   std::chrono::milliseconds poll_interval{1000};
   std::chrono::milliseconds lease{30000};  // claim TTL; the watchdog warns at 1x, stops at 2x
   std::chrono::milliseconds shutdown_grace{10000};
   int max_claim_attempts = 10;
-  bool listen = true;  // LISTEN docket_due
+  bool listen = true;              // LISTEN docket_due
   std::shared_ptr<Logger> logger;  // default: stderr, info
 };
 
