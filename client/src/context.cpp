@@ -129,9 +129,11 @@ bool Context::emit_event(const std::string& event_name, const Json& payload) {
   check_usable();
   const std::string scope = owner_scope();
   const bool first = fenced(true, [&](pqxx::transaction_base& tx) {
-    // The heartbeat fences the emit: a runner that lost its claim emits nothing.
+    // The heartbeat fences the emit (a runner that lost its claim emits nothing).
+    // It comes second: the event slot is locked before any run (the SQL lock order).
+    const bool emitted = sql::emit_event(tx, event_name, payload, scope);
     sql::heartbeat(tx, task_.run_id, task_.claim_token);
-    return sql::emit_event(tx, event_name, payload, scope);
+    return emitted;
   });
   backend_.progress();
   return first;

@@ -125,6 +125,10 @@ void Runner::execute() {
     if (invalidated_.load()) context_->invalidate();
   }
   Context& context = *context_;
+  if (invalidated_.load()) {  // stopped before the handler even started
+    on_signal(ControlSignal::Kind::invalidated);
+    return;
+  }
 
   Json result;
   std::optional<Json> failure;

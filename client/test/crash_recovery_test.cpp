@@ -76,10 +76,12 @@ TEST(CrashRecovery, KilledWorkerProcessIsResumedFromItsLastStep) {
   const std::string queue = unique_name("crash");
   SpawnOptions options;
   options.queue = queue;
-  const std::string run_id = Client(connection).spawn(test::kCrashTask, Json::object(), options).run_id;
+  const std::string run_id =
+      Client(connection).spawn(test::kCrashTask, Json::object(), options).run_id;
   const auto executions = [&](const std::string& step) {
-    const std::string n = scalar(connection, "SELECT executions FROM crash_step_runs WHERE run_id = '" +
-                                                 run_id + "' AND step = '" + step + "'");
+    const std::string n =
+        scalar(connection, "SELECT executions FROM crash_step_runs WHERE run_id = '" + run_id +
+                               "' AND step = '" + step + "'");
     return n.empty() ? 0 : std::stoi(n);
   };
 
@@ -88,9 +90,10 @@ TEST(CrashRecovery, KilledWorkerProcessIsResumedFromItsLastStep) {
   ASSERT_TRUE(eventually([&] { return executions("second") == 1; }, 60s))
       << "the worker process never reached the second step";
   // The first step is checkpointed; the second is running in the worker.
-  EXPECT_EQ(scalar(connection, "SELECT string_agg(step_name, ',' ORDER BY step_name) FROM "
-                               "docket.task_steps WHERE run_id = '" +
-                                   run_id + "'"),
+  EXPECT_EQ(scalar(connection,
+                   "SELECT string_agg(step_name, ',' ORDER BY step_name) FROM "
+                   "docket.task_steps WHERE run_id = '" +
+                       run_id + "'"),
             "first");
   const int status = worker.kill_now();
   ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
@@ -111,9 +114,7 @@ TEST(CrashRecovery, KilledWorkerProcessIsResumedFromItsLastStep) {
                   pool_options);
   pool.start();
   ASSERT_TRUE(eventually(
-      [&] {
-        return (*Client(connection).task_result("system", run_id))["state"] == "completed";
-      },
+      [&] { return (*Client(connection).task_result("system", run_id))["state"] == "completed"; },
       60s));
   pool.stop();
 

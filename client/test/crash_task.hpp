@@ -31,8 +31,8 @@ inline void count_execution(const std::string& conninfo, const Context& ctx,
                             const std::string& step) {
   pqxx::connection connection(conninfo);
   pqxx::nontransaction tx(connection);
-  tx.exec("INSERT INTO crash_step_runs VALUES (" + tx.quote(ctx.run_id()) + ", " +
-          tx.quote(step) + ", 1, " + tx.quote(ctx.wake_reason()) +
+  tx.exec("INSERT INTO crash_step_runs VALUES (" + tx.quote(ctx.run_id()) + ", " + tx.quote(step) +
+          ", 1, " + tx.quote(ctx.wake_reason()) +
           ") ON CONFLICT (run_id, step) DO UPDATE SET executions = "
           "crash_step_runs.executions + 1, last_wake_reason = EXCLUDED.last_wake_reason");
 }

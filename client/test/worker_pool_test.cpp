@@ -242,6 +242,50 @@ TEST_F(WorkerPoolTest, EndToEndWithStepsSleepEventAndChild) {
   EXPECT_GT(c.claim_latency_ms, 0.0);
 }
 
+TEST_F(WorkerPoolTest, TimeoutsPastSleepsAndEventsStayInTheTaskScope) {
+  const std::string ping = "ping:" + queue_;
+  const std::string never = "never:" + queue_;
+  TaskCatalog catalog =
+      TaskCatalog::Builder()
+          .add("tenant_parent",
+               [ping, never](Context& ctx, const Json&) -> Json {
+                 ctx.sleep_until("2000-01-01T00:00:00Z", "past");  // elapsed: returns at once
+                 const std::optional<Json> missing = ctx.await_event(never, 200ms);
+                 const std::string child = ctx.spawn_child("tenant_child", Json::object());
+                 const bool first = ctx.emit_event(ping, Json("pong"));
+                 const TaskOutcome outcome = ctx.await_task(child);
+                 return Json{{"timed_out", !missing.has_value()},
+                             {"first_emit", first},
+                             {"child", child},
+                             {"child_saw", outcome.result}};
+               })
+          .add("tenant_child",
+               [ping](Context& ctx, const Json&) -> Json {
+                 return ctx.await_event(ping).value_or(Json("timeout"));
+               })
+          .build();
+  WorkerPool pool(std::move(catalog), options());
+  pool.start();
+  SpawnOptions o;
+  o.queue = queue_;
+  o.owner_scope = "tenant:acme";
+  const std::string run_id = client_->spawn("tenant_parent", Json::object(), o).run_id;
+  ASSERT_TRUE(eventually([&] { return state(run_id) == "completed"; })) << result(run_id).dump();
+  pool.stop();
+
+  const Json r = result(run_id)["result"];
+  EXPECT_EQ(r["timed_out"], true);
+  EXPECT_EQ(r["first_emit"], true);
+  EXPECT_EQ(r["child_saw"], "pong");
+  const std::optional<Json> child = client_->inspect_run("system", r["child"]);
+  ASSERT_TRUE(child.has_value());
+  EXPECT_EQ((*child)["tenant_id"], "acme");  // the child lives in its parent's scope
+  // The event was emitted in the tenant's scope only.
+  EXPECT_FALSE(client_->emit_event(ping, nullptr, "tenant:acme"));
+  EXPECT_TRUE(client_->emit_event(ping, nullptr, "tenantless"));
+  EXPECT_EQ(pool.counters().completed, 2u);
+}
+
 // --- failures --------------------------------------------------------------
 
 TEST_F(WorkerPoolTest, HandlerExceptionFailsTheAttemptAndTheDatabaseRetries) {

@@ -10,6 +10,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <functional>
 #include <iostream>
@@ -28,16 +29,12 @@ namespace {
 
 using docket::Context;
 using docket::Json;
-using Clock = std::chrono::steady_clock;
-
-const Clock::time_point started = Clock::now();
 std::mutex print_mutex;
 
-// "[  1.23s] worker charge_order 1a2b3c4d: <what>"
+// "worker | charge_order 1a2b3c4d: <what>" (one line at a time across runners)
 void say(const Context& ctx, const std::string& what) {
-  const double s = std::chrono::duration<double>(Clock::now() - started).count();
   const std::lock_guard<std::mutex> lock(print_mutex);
-  std::printf("[%6.2fs] worker %-14s %.8s: %s\n", s, ctx.task_name().c_str(), ctx.run_id().c_str(),
+  std::printf("  worker | %-14s %.8s: %s\n", ctx.task_name().c_str(), ctx.run_id().c_str(),
               what.c_str());
   std::fflush(stdout);
 }
@@ -159,6 +156,9 @@ int main(int argc, char** argv) {
   }
 
   // Signals are taken by sigwait below; every pool thread inherits the mask.
+  // (A shell starts background jobs with SIGINT ignored; take it back.)
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);

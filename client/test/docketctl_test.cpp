@@ -1,0 +1,289 @@
+// docketctl against a real database: every command, in its human form and with
+// --json. The binary's path comes from the build (DOCKETCTL_PATH).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <pqxx/pqxx>
+
+#include "docket/client.hpp"
+#include "docket/json.hpp"
+#include "test_db.hpp"
+
+#ifndef DOCKETCTL_PATH
+#error "DOCKETCTL_PATH (the docketctl binary's path) must be defined by the build"
+#endif
+
+namespace docket {
+namespace {
+
+using test::conninfo;
+using test::unique_name;
+
+std::string shell_quote(const std::string& text) {
+  std::string out = "'";
+  for (const char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+struct Output {
+  int status = -1;  // exit code
+  std::string out;
+  std::string err;
+  Json json() const { return Json::parse(out); }
+};
+
+// Runs `env docketctl --dsn <test db> args...` (each arg shell-quoted).
+Output ctl(const std::vector<std::string>& args, const std::string& env = "",
+           bool with_dsn = true) {
+  const std::string err_file = "/tmp/docketctl_test_" + std::to_string(::getpid()) + ".err";
+  std::string command = env + " " + shell_quote(DOCKETCTL_PATH);
+  if (with_dsn) command += " --dsn " + shell_quote(conninfo());
+  for (const std::string& a : args) command += " " + shell_quote(a);
+  command += " 2>" + err_file;
+  Output result;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return result;
+  char buffer[4096];
+  std::size_t n;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) result.out.append(buffer, n);
+  const int status = ::pclose(pipe);
+  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream err(err_file);
+  std::stringstream text;
+  text << err.rdbuf();
+  result.err = text.str();
+  std::remove(err_file.c_str());
+  return result;
+}
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+class DocketctlTest : public ::testing::Test {
+ protected:
+  DocketctlTest() : connection_(conninfo()), queue_(unique_name("ctl")) {}
+
+  std::string spawn(const std::string& name, const std::string& scope = "tenantless") {
+    SpawnOptions options;
+    options.queue = queue_;
+    options.owner_scope = scope;
+    return Client(connection_).spawn(name, Json::object(), options).run_id;
+  }
+
+  // Poisons this queue's due task: two expired claims with max_claim_attempts 1.
+  void poison() {
+    pqxx::nontransaction tx(connection_);
+    tx.exec("SELECT docket.claim_tasks(" + tx.quote(queue_) + ", 1, 1, 1)");
+    tx.exec("SELECT pg_sleep(0.01)");
+    tx.exec("SELECT docket.claim_tasks(" + tx.quote(queue_) + ", 1, 1, 1)");
+  }
+
+  pqxx::connection connection_;
+  std::string queue_;
+};
+
+TEST_F(DocketctlTest, TasksSpawn) {
+  const std::string key = unique_name("key");
+  const Output human =
+      ctl({"tasks", "spawn", "send_mail", R"({"to": "a@example.com"})", "--queue", queue_,
+           "--options", R"({"max_attempts": 2, "idempotency_key": ")" + key + R"("})"});
+  ASSERT_EQ(human.status, 0) << human.err;
+  EXPECT_TRUE(contains(human.out, "created: true")) << human.out;
+  EXPECT_TRUE(contains(human.out, "run_id: ")) << human.out;
+
+  const Output json = ctl({"--json", "tasks", "spawn", "send_mail", "{}", "--queue", queue_,
+                           "--options", R"({"idempotency_key": ")" + key + R"("})"});
+  ASSERT_EQ(json.status, 0) << json.err;
+  EXPECT_EQ(json.json()["created"], false);
+  EXPECT_TRUE(contains(human.out, json.json()["run_id"].get<std::string>()));
+  EXPECT_EQ(test::scalar(connection_, "SELECT max_attempts FROM docket.tasks WHERE run_id = '" +
+                                          json.json()["run_id"].get<std::string>() + "'"),
+            "2");
+
+  const Output bad = ctl({"tasks", "spawn", "x", "--queue", queue_, "--options", R"({"nope": 1})"});
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_TRUE(contains(bad.err, "bad_argument")) << bad.err;
+  EXPECT_TRUE(contains(bad.err, "22023")) << bad.err;
+}
+
+TEST_F(DocketctlTest, TasksResultAndCancel) {
+  const std::string id = spawn("report");
+  const Output human = ctl({"tasks", "result", id});
+  ASSERT_EQ(human.status, 0) << human.err;
+  EXPECT_TRUE(contains(human.out, "state: pending")) << human.out;
+  EXPECT_TRUE(contains(human.out, "task_name: report")) << human.out;
+  const Output json = ctl({"--json", "tasks", "result", id});
+  ASSERT_EQ(json.status, 0) << json.err;
+  EXPECT_EQ(json.json()["state"], "pending");
+  EXPECT_EQ(json.json()["queue"], queue_);
+
+  const Output cancel = ctl({"tasks", "cancel", id, "--reason", "not needed"});
+  ASSERT_EQ(cancel.status, 0) << cancel.err;
+  EXPECT_TRUE(contains(cancel.out, "cancelled " + id)) << cancel.out;
+  const Output again = ctl({"--json", "tasks", "cancel", id});
+  ASSERT_EQ(again.status, 0) << again.err;
+  EXPECT_EQ(again.json(), (Json{{"run_id", id}, {"cancelled", false}}));
+  EXPECT_TRUE(contains(ctl({"tasks", "cancel", id}).out, "already finished")) << again.out;
+  EXPECT_EQ(ctl({"--json", "tasks", "result", id}).json()["state"], "cancelled");
+
+  const Output missing = ctl({"tasks", "result", unique_name("missing")});
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_TRUE(contains(missing.err, "no task")) << missing.err;
+  EXPECT_EQ(ctl({"tasks", "cancel", unique_name("missing")}).status, 1);
+}
+
+TEST_F(DocketctlTest, ScopeLimitsWhatIsVisible) {
+  const std::string id = spawn("private", "tenant:acme");
+  EXPECT_EQ(ctl({"--scope", "tenant:acme", "--json", "tasks", "result", id}).status, 0);
+  EXPECT_EQ(ctl({"--scope", "tenant:globex", "tasks", "result", id}).status, 1);
+  const Output spawned =
+      ctl({"--scope", "tenant:acme", "--json", "tasks", "spawn", "private", "--queue", queue_});
+  ASSERT_EQ(spawned.status, 0) << spawned.err;
+  EXPECT_EQ(ctl({"--scope", "tenant:acme", "--json", "runs", "show",
+                 spawned.json()["run_id"].get<std::string>()})
+                .json()["tenant_id"],
+            "acme");
+}
+
+TEST_F(DocketctlTest, RunsListAndShow) {
+  const std::string graph = unique_name("listed");
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) ids.push_back(spawn(graph));
+
+  const Output page = ctl({"--json", "runs", "list", "--graph", graph, "--limit", "2"});
+  ASSERT_EQ(page.status, 0) << page.err;
+  ASSERT_EQ(page.json()["entries"].size(), 2u);
+  EXPECT_TRUE(page.json()["has_more"].get<bool>());
+  const Json next = page.json()["next_before"];
+  const Output rest =
+      ctl({"--json", "runs", "list", "--graph", graph, "--before",
+           next["started_at"].get<std::string>(), next["run_id"].get<std::string>()});
+  ASSERT_EQ(rest.status, 0) << rest.err;
+  EXPECT_EQ(rest.json()["entries"].size(), 1u);
+
+  const Output human = ctl({"runs", "list", "--graph", graph, "--limit", "2"});
+  ASSERT_EQ(human.status, 0) << human.err;
+  EXPECT_TRUE(contains(human.out, "run_id")) << human.out;
+  EXPECT_TRUE(contains(human.out, "status")) << human.out;
+  EXPECT_TRUE(contains(human.out, "(2 rows)")) << human.out;
+  EXPECT_TRUE(contains(human.out, "more: --before ")) << human.out;
+
+  ctl({"tasks", "cancel", ids[0]});
+  const Output cancelled =
+      ctl({"--json", "runs", "list", "--graph", graph, "--status", "cancelled"});
+  ASSERT_EQ(cancelled.json()["entries"].size(), 1u);
+  EXPECT_EQ(cancelled.json()["entries"][0]["run_id"], ids[0]);
+  EXPECT_TRUE(
+      contains(ctl({"runs", "list", "--graph", graph, "--status", "completed"}).out, "(0 rows)"));
+
+  const Output show = ctl({"runs", "show", ids[1]});
+  ASSERT_EQ(show.status, 0) << show.err;
+  EXPECT_TRUE(contains(show.out, "claim_attempts: 0")) << show.out;
+  EXPECT_TRUE(contains(show.out, ids[1])) << show.out;
+  const Output show_json = ctl({"--json", "runs", "show", ids[1]});
+  ASSERT_EQ(show_json.status, 0) << show_json.err;
+  EXPECT_EQ(show_json.json()["run"]["id"], ids[1]);
+  EXPECT_EQ(show_json.json()["run"]["graph_id"], graph);
+  EXPECT_EQ(ctl({"runs", "show", unique_name("missing")}).status, 1);
+}
+
+TEST_F(DocketctlTest, EventsEmit) {
+  const std::string event = unique_name("approved");
+  const Output first = ctl({"events", "emit", event, R"({"by": "alice"})"});
+  ASSERT_EQ(first.status, 0) << first.err;
+  EXPECT_TRUE(contains(first.out, "emitted " + event)) << first.out;
+  const Output second = ctl({"--json", "events", "emit", event, R"({"by": "mallory"})"});
+  ASSERT_EQ(second.status, 0) << second.err;
+  EXPECT_EQ(second.json(), (Json{{"event", event}, {"emitted", false}}));
+  EXPECT_TRUE(contains(ctl({"events", "emit", event}).out, "already emitted"));
+  const Output other = ctl({"--json", "--scope", "tenant:acme", "events", "emit", event});
+  EXPECT_EQ(other.json()["emitted"], true) << "events are per owner scope";
+}
+
+TEST_F(DocketctlTest, PoisonedListAndRetry) {
+  const std::string first = spawn("fragile");
+  poison();
+  const std::string second = spawn("fragile");
+  poison();
+
+  const Output list = ctl({"--json", "poisoned", "list", "--limit", "100000"});
+  ASSERT_EQ(list.status, 0) << list.err;
+  int found = 0;
+  for (const Json& row : list.json()) {
+    if (row["run_id"] == first || row["run_id"] == second) {
+      ++found;
+      EXPECT_EQ(row["poison_reason"], "max_claim_attempts_exceeded");
+      EXPECT_EQ(row["queue"], queue_);
+    }
+  }
+  EXPECT_EQ(found, 2);
+  const Output human = ctl({"poisoned", "list", "--limit", "100000"});
+  ASSERT_EQ(human.status, 0) << human.err;
+  EXPECT_TRUE(contains(human.out, "poison_reason")) << human.out;
+  EXPECT_TRUE(contains(human.out, first)) << human.out;
+
+  const Output retry = ctl({"poisoned", "retry", first});
+  ASSERT_EQ(retry.status, 0) << retry.err;
+  EXPECT_TRUE(contains(retry.out, "recovered " + first)) << retry.out;
+  const Output retry_json = ctl({"--json", "poisoned", "retry", second});
+  ASSERT_EQ(retry_json.status, 0) << retry_json.err;
+  EXPECT_EQ(retry_json.json()["id"], second);
+  EXPECT_EQ(ctl({"--json", "tasks", "result", first}).json()["state"], "pending");
+  EXPECT_EQ(ctl({"--json", "tasks", "result", second}).json()["state"], "pending");
+  // Idempotent for a run that is no longer poisoned; an unknown run is an error.
+  EXPECT_EQ(ctl({"poisoned", "retry", first}).status, 0);
+  const Output missing = ctl({"poisoned", "retry", unique_name("missing")});
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_TRUE(contains(missing.err, "DK003")) << missing.err;
+}
+
+TEST_F(DocketctlTest, Stats) {
+  spawn("a");
+  spawn("a");
+  const std::string later = spawn("a");
+  ctl({"tasks", "cancel", later});
+  const Output json = ctl({"--json", "stats"});
+  ASSERT_EQ(json.status, 0) << json.err;
+  Json mine;
+  for (const Json& row : json.json())
+    if (row["queue"] == queue_) mine = row;
+  ASSERT_TRUE(mine.is_object()) << json.out;
+  EXPECT_EQ(mine["due"], 2);
+  EXPECT_EQ(mine["cancelled"], 1);
+  EXPECT_EQ(mine["claimed"], 0);
+  EXPECT_TRUE(mine["oldest_due_age_ms"].is_number());
+
+  const Output human = ctl({"stats"});
+  ASSERT_EQ(human.status, 0) << human.err;
+  EXPECT_TRUE(contains(human.out, "oldest_due_age_ms")) << human.out;
+  EXPECT_TRUE(contains(human.out, queue_)) << human.out;
+}
+
+TEST_F(DocketctlTest, ConnectionFromTheEnvironment) {
+  const Output json =
+      ctl({"--json", "stats"}, "PGDATABASE=" + shell_quote(test::database_name()), false);
+  ASSERT_EQ(json.status, 0) << json.err;
+  EXPECT_TRUE(json.json().is_array());
+  const Output nowhere = ctl({"stats"}, "PGDATABASE=no_such_database_here", false);
+  EXPECT_EQ(nowhere.status, 1);
+  EXPECT_FALSE(nowhere.err.empty());
+}
+
+TEST_F(DocketctlTest, UsageErrors) {
+  EXPECT_EQ(ctl({}).status, 2);
+  EXPECT_EQ(ctl({"--frobnicate"}).status, 2);
+  EXPECT_EQ(ctl({"runs"}).status, 2);
+  EXPECT_EQ(ctl({"tasks", "result"}).status, 2);
+  const Output help = ctl({"--help"});
+  EXPECT_EQ(help.status, 2);
+  EXPECT_TRUE(contains(help.err, "usage: docketctl")) << help.err;
+}
+
+}  // namespace
+}  // namespace docket
