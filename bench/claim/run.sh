@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/claim: claim throughput against a raw SKIP LOCKED loop, and claim_due
 # latency against table size, on a throwaway cluster. See bench/README.md.
-#   bash bench/claim/run.sh            (about 5-6 minutes on 2 cores)
+#   bash bench/claim/run.sh            (about 5 minutes on an idle 2-core machine)
 # Knobs (environment): BENCH_PORT (54335), BENCH_CLIENTS (10), BENCH_SECONDS (20),
 # BENCH_LIMITS ("1 10 100"), BENCH_DUE (400000), LAT_SECONDS (10), LAT_SMALL (10000),
 # LAT_LARGE (1000000), LAT_DUE (100), LAT_LIMIT (10), BENCH_INSTALL (1: make install first),

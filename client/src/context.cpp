@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "context_backend.hpp"
+#include "pool_shared.hpp"
 #include "docket/errors.hpp"
 
 namespace docket {
@@ -27,16 +28,21 @@ void Context::unwind(ControlSignal::Kind kind) {
 }
 
 template <typename Fn>
-auto Context::fenced(bool mutating, Fn&& fn) {
+auto Context::fenced(bool mutating, Statements statements, Fn&& fn) {
   check_usable();
-  using Result = decltype(fn(std::declval<pqxx::transaction_base&>()));
+  const auto call = [&] {
+    if (statements == Statements::one)
+      return detail::autocommit(backend_.connection(), mutating, fn);
+    return sql::in_transaction(backend_.connection(), mutating, fn);
+  };
+  using Result = decltype(call());
   try {
     if constexpr (std::is_void_v<Result>) {
-      sql::in_transaction(backend_.connection(), mutating, std::forward<Fn>(fn));
+      call();
       // Stopped meanwhile: the handler must not go on (the released claim fenced the call).
       check_usable();
     } else {
-      Result result = sql::in_transaction(backend_.connection(), mutating, std::forward<Fn>(fn));
+      Result result = call();
       check_usable();
       return result;
     }
@@ -49,9 +55,9 @@ auto Context::fenced(bool mutating, Fn&& fn) {
 
 const std::string& Context::owner_scope() {
   if (!owner_scope_) {
-    const std::optional<Json> info = fenced(false, [&](pqxx::transaction_base& tx) {
-      return sql::inspect_run(tx, "system", task_.run_id);
-    });
+    const std::optional<Json> info = fenced(
+        false, Statements::one,
+        [&](pqxx::transaction_base& tx) { return sql::inspect_run(tx, "system", task_.run_id); });
     if (!info) throw NotFound("DK003", "not_found: task " + task_.run_id + " does not exist");
     const Json& tenant = info->contains("tenant_id") ? (*info)["tenant_id"] : Json();
     owner_scope_ = tenant.is_string() ? "tenant:" + tenant.get<std::string>() : "tenantless";
@@ -81,7 +87,7 @@ Context::StepHandle Context::begin_step(const std::string& name) {
 Json Context::complete_step(const StepHandle& handle, const Json& value) {
   check_usable();
   if (handle.completed) return handle.value;
-  Json stored = fenced(true, [&](pqxx::transaction_base& tx) {
+  Json stored = fenced(true, Statements::one, [&](pqxx::transaction_base& tx) {
     return sql::complete_step(tx, task_.run_id, task_.claim_token, handle.name, value);
   });
   steps_[handle.name] = stored;
@@ -92,7 +98,7 @@ Json Context::complete_step(const StepHandle& handle, const Json& value) {
 void Context::sleep_for(std::chrono::milliseconds duration, const std::string& name) {
   check_usable();
   const std::string step_name = occurrence(name);
-  const sql::Suspension outcome = fenced(true, [&](pqxx::transaction_base& tx) {
+  const sql::Suspension outcome = fenced(true, Statements::one, [&](pqxx::transaction_base& tx) {
     return sql::sleep_for(tx, task_.run_id, task_.claim_token, step_name, duration.count());
   });
   if (outcome.suspended) unwind(ControlSignal::Kind::suspended);
@@ -102,7 +108,7 @@ void Context::sleep_for(std::chrono::milliseconds duration, const std::string& n
 void Context::sleep_until(const std::string& iso_timestamp, const std::string& name) {
   check_usable();
   const std::string step_name = occurrence(name);
-  const sql::Suspension outcome = fenced(true, [&](pqxx::transaction_base& tx) {
+  const sql::Suspension outcome = fenced(true, Statements::one, [&](pqxx::transaction_base& tx) {
     return sql::sleep_until(tx, task_.run_id, task_.claim_token, step_name, iso_timestamp);
   });
   if (outcome.suspended) unwind(ControlSignal::Kind::suspended);
@@ -116,7 +122,7 @@ std::optional<Json> Context::await_event(const std::string& event_name,
   const std::string step_name = occurrence(name.empty() ? "event:" + event_name : name);
   const std::optional<std::int64_t> timeout_ms =
       timeout ? std::optional<std::int64_t>(timeout->count()) : std::nullopt;
-  const sql::Suspension outcome = fenced(true, [&](pqxx::transaction_base& tx) {
+  const sql::Suspension outcome = fenced(true, Statements::one, [&](pqxx::transaction_base& tx) {
     return sql::await_event(tx, task_.run_id, task_.claim_token, step_name, event_name, timeout_ms);
   });
   if (outcome.suspended) unwind(ControlSignal::Kind::suspended);
@@ -127,16 +133,20 @@ std::optional<Json> Context::await_event(const std::string& event_name,
 
 bool Context::emit_event(const std::string& event_name, const Json& payload) {
   check_usable();
+  const std::string step_name = occurrence("emit:" + event_name);
+  const auto stored = steps_.find(step_name);
+  if (stored != steps_.end()) return stored->second.get<bool>();
   const std::string scope = owner_scope();
-  const bool first = fenced(true, [&](pqxx::transaction_base& tx) {
-    // The heartbeat fences the emit (a runner that lost its claim emits nothing).
-    // It comes second: the event slot is locked before any run (the SQL lock order).
-    const bool emitted = sql::emit_event(tx, event_name, payload, scope);
-    sql::heartbeat(tx, task_.run_id, task_.claim_token);
-    return emitted;
+  // The emit and its step commit together, fenced by complete_step (a runner that
+  // lost its claim emits nothing); a replay returns the first outcome. The event
+  // slot is locked before the run, as the SQL lock order requires.
+  Json value = fenced(true, Statements::several, [&](pqxx::transaction_base& tx) {
+    const bool first = sql::emit_event(tx, event_name, payload, scope);
+    return sql::complete_step(tx, task_.run_id, task_.claim_token, step_name, Json(first));
   });
+  steps_[step_name] = value;
   backend_.progress();
-  return first;
+  return value.get<bool>();
 }
 
 std::string Context::spawn_child(const std::string& task_name, const Json& params,
@@ -154,7 +164,7 @@ std::string Context::spawn_child(const std::string& task_name, const Json& param
   }
   const std::string scope = owner_scope();
   // The spawn and its step commit together: a replay finds the step, never spawns twice.
-  Json value = fenced(true, [&](pqxx::transaction_base& tx) {
+  Json value = fenced(true, Statements::several, [&](pqxx::transaction_base& tx) {
     sql::heartbeat(tx, task_.run_id, task_.claim_token);
     const sql::SpawnResult child =
         sql::spawn_task(tx, task_name, params, queue, scope, spawn_options);
@@ -169,7 +179,7 @@ std::string Context::spawn_child(const std::string& task_name, const Json& param
 TaskOutcome Context::await_task(const std::string& child_run_id, const std::string& name) {
   check_usable();
   const std::string step_name = occurrence(name.empty() ? "task:" + child_run_id : name);
-  const sql::Suspension outcome = fenced(true, [&](pqxx::transaction_base& tx) {
+  const sql::Suspension outcome = fenced(true, Statements::one, [&](pqxx::transaction_base& tx) {
     return sql::await_task(tx, task_.run_id, task_.claim_token, step_name, child_run_id);
   });
   if (outcome.suspended) unwind(ControlSignal::Kind::suspended);
@@ -184,7 +194,7 @@ TaskOutcome Context::await_task(const std::string& child_run_id, const std::stri
 }
 
 void Context::heartbeat() {
-  fenced(true,
+  fenced(true, Statements::one,
          [&](pqxx::transaction_base& tx) { sql::heartbeat(tx, task_.run_id, task_.claim_token); });
   backend_.progress();
 }

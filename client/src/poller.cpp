@@ -130,7 +130,7 @@ int Poller::claim(int limit) {
   const WorkerPoolOptions& options = pool_->options;
   const Clock::time_point started = Clock::now();
   std::vector<sql::ClaimedTask> tasks =
-      sql::in_transaction(*connection_, true, [&](pqxx::transaction_base& tx) {
+      autocommit(*connection_, true, [&](pqxx::transaction_base& tx) {
         return sql::claim_tasks(tx, options.queue, limit, options.lease.count(),
                                 options.max_claim_attempts);
       });

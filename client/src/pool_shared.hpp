@@ -15,6 +15,7 @@
 #include <pqxx/pqxx>
 
 #include "docket/logger.hpp"
+#include "docket/sql.hpp"
 #include "docket/task_catalog.hpp"
 #include "docket/worker_pool.hpp"
 
@@ -50,6 +51,20 @@ class WakePipe {
  private:
   int fds_[2] = {-1, -1};
 };
+
+// Runs one docket function call `fn(tx)` in autocommit: a single statement is
+// atomic on its own, and this saves the BEGIN and COMMIT round trips of
+// sql::in_transaction. Errors are mapped the same way (mutating: a lost
+// connection is Ambiguous).
+template <typename Fn>
+auto autocommit(pqxx::connection_base& connection, bool mutating, Fn&& fn) {
+  try {
+    pqxx::nontransaction tx(connection);
+    return fn(static_cast<pqxx::transaction_base&>(tx));
+  } catch (...) {
+    sql::rethrow_mapped(mutating);
+  }
+}
 
 // A new connection with docket's statements registered; throws ConnectionLost.
 std::unique_ptr<pqxx::connection> connect(const std::string& conninfo);

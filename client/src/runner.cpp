@@ -103,7 +103,7 @@ void Runner::execute() {
 
   std::map<std::string, Json> steps;
   try {
-    steps = sql::in_transaction(*connection_, false, [&](pqxx::transaction_base& tx) {
+    steps = autocommit(*connection_, false, [&](pqxx::transaction_base& tx) {
       return sql::step_states(tx, task_.run_id, task_.claim_token);
     });
   } catch (const Cancelled&) {
@@ -193,7 +193,7 @@ void Runner::on_signal(ControlSignal::Kind kind) {
 void Runner::defer() {
   try {
     const std::string disposition =
-        sql::in_transaction(*connection_, true, [&](pqxx::transaction_base& tx) {
+        autocommit(*connection_, true, [&](pqxx::transaction_base& tx) {
           return sql::defer_task(tx, task_.run_id, task_.claim_token);
         });
     pool_->counters.abandoned.fetch_add(1);
@@ -213,7 +213,7 @@ void Runner::defer() {
 
 void Runner::finalize_success(const Json& result) {
   try {
-    sql::in_transaction(*connection_, true, [&](pqxx::transaction_base& tx) {
+    autocommit(*connection_, true, [&](pqxx::transaction_base& tx) {
       sql::complete_task(tx, task_.run_id, task_.claim_token, result);
     });
     pool_->counters.completed.fetch_add(1);
@@ -234,7 +234,7 @@ void Runner::finalize_success(const Json& result) {
 void Runner::finalize_failure(const Json& error) {
   try {
     const sql::FailOutcome outcome =
-        sql::in_transaction(*connection_, true, [&](pqxx::transaction_base& tx) {
+        autocommit(*connection_, true, [&](pqxx::transaction_base& tx) {
           return sql::fail_task(tx, task_.run_id, task_.claim_token, error);
         });
     if (outcome.disposition == "cancelled") {

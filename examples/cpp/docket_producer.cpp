@@ -177,6 +177,7 @@ int run(const Args& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress lines appear as they happen
   try {
     return run(parse(argc, argv));
   } catch (const std::invalid_argument& e) {

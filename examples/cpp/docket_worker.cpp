@@ -36,7 +36,6 @@ void say(const Context& ctx, const std::string& what) {
   const std::lock_guard<std::mutex> lock(print_mutex);
   std::printf("  worker | %-14s %.8s: %s\n", ctx.task_name().c_str(), ctx.run_id().c_str(),
               what.c_str());
-  std::fflush(stdout);
 }
 
 // A step that says whether it ran now or came back from its checkpoint.
@@ -146,6 +145,7 @@ Options parse(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress lines appear as they happen
   Options options;
   try {
     options = parse(argc, argv);
@@ -182,7 +182,6 @@ int main(int argc, char** argv) {
   }
   std::printf("worker: serving queue %s with %d runners\n", options.pool.queue.c_str(),
               options.pool.concurrency);
-  std::fflush(stdout);
 
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);

@@ -82,7 +82,8 @@ class Context {
                                   std::optional<std::chrono::milliseconds> timeout = std::nullopt,
                                   const std::string& name = "");
   // Emits an event in this task's scope, under its claim (a stale runner emits
-  // nothing); true when this emit was the first.
+  // nothing); true when this emit was the first. A checkpointed step
+  // ("emit:<event>"): a replay does not emit again and returns the same answer.
   bool emit_event(const std::string& event_name, const Json& payload = nullptr);
 
   // Spawns a child task in this task's scope (a checkpointed step, "spawn:<task>"
@@ -110,10 +111,12 @@ class Context {
   std::string occurrence(const std::string& name);
   void check_usable() const;
   [[noreturn]] void unwind(ControlSignal::Kind kind);
-  // Runs fn(tx) in a transaction on the runner's connection; DK010 and DK001
-  // unwind the handler (cancelled, lost). Defined in context.cpp.
+  // Runs fn(tx) on the runner's connection: one statement in autocommit, or
+  // several in one transaction; DK010 and DK001 unwind the handler (cancelled,
+  // lost). Defined in context.cpp.
+  enum class Statements { one, several };
   template <typename Fn>
-  auto fenced(bool mutating, Fn&& fn);
+  auto fenced(bool mutating, Statements statements, Fn&& fn);
   // "tenantless" or "tenant:<id>": the scope of this task's run (read once).
   const std::string& owner_scope();
 

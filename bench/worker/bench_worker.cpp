@@ -1,0 +1,208 @@
+// bench_worker: the measuring half of bench/worker/run.sh (see bench/README.md).
+//
+//   bench_worker drain   DSN QUEUE CONCURRENCY TASKS
+//       A WorkerPool with a no-op handler drains TASKS pre-spawned tasks.
+//   bench_worker latency DSN QUEUE COUNT INTERVAL_MS POLL_MS LISTEN(0|1) NOTIFY_INTERVAL_MS|default
+//       An idle pool; one task spawned (and committed) every INTERVAL_MS; the
+//       wake-to-start latency is from just before the spawn's COMMIT to the
+//       handler's first instruction.
+//   bench_worker rawloop DSN THREADS BATCH JOBS
+//       The raw SKIP LOCKED loop as a client would run it (bench/claim's
+//       bench.raw_jobs): THREADS connections, each claiming BATCH jobs in one
+//       statement and completing each job in its own statement, until none is left.
+//
+// Each mode prints one line of key=value figures on stdout.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include <pqxx/pqxx>
+
+#include "docket/context.hpp"
+#include "docket/sql.hpp"
+#include "docket/worker_pool.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+docket::WorkerPoolOptions pool_options(const std::string& dsn, const std::string& queue,
+                                       int concurrency) {
+  docket::WorkerPoolOptions options;
+  options.conninfo = dsn;
+  options.queue = queue;
+  options.concurrency = concurrency;
+  options.batch_size = 10;
+  options.lease = 60s;
+  options.logger = docket::stderr_logger(docket::LogLevel::warning);
+  return options;
+}
+
+int drain(const std::string& dsn, const std::string& queue, int concurrency, long tasks) {
+  docket::WorkerPoolOptions options = pool_options(dsn, queue, concurrency);
+  options.poll_interval = 1000ms;
+  docket::WorkerPool pool(
+      docket::TaskCatalog::Builder()
+          .add("noop", [](docket::Context&, const docket::Json&) { return docket::Json(); })
+          .build(),
+      options);
+  const Clock::time_point start = Clock::now();
+  pool.start();
+  while (pool.counters().completed < static_cast<std::uint64_t>(tasks)) {
+    if (seconds_since(start) > 900) throw std::runtime_error("drain did not finish in 900 s");
+    std::this_thread::sleep_for(2ms);
+  }
+  const double elapsed = seconds_since(start);
+  const docket::PoolCounters counters = pool.counters();
+  pool.stop();
+  std::printf("drain concurrency=%d tasks=%ld seconds=%.2f tasks_per_s=%.0f claim_ms=%.2f\n",
+              concurrency, tasks, elapsed, tasks / elapsed, counters.claim_latency_ms);
+  return 0;
+}
+
+double percentile(const std::vector<double>& sorted, double p) {
+  if (sorted.empty()) return 0;
+  const std::size_t index =
+      std::min(sorted.size() - 1, static_cast<std::size_t>(p * static_cast<double>(sorted.size())));
+  return sorted[index];
+}
+
+int latency(const std::string& dsn, const std::string& queue, int count, int interval_ms,
+            int poll_ms, bool listen, const std::string& notify_interval) {
+  std::mutex mutex;
+  std::unordered_map<std::string, Clock::time_point> committing;  // run id -> before COMMIT
+  std::unordered_map<std::string, Clock::time_point> started;     // run id -> handler start
+  docket::WorkerPoolOptions options = pool_options(dsn, queue, 10);
+  options.poll_interval = std::chrono::milliseconds(poll_ms);
+  options.listen = listen;
+  docket::WorkerPool pool(docket::TaskCatalog::Builder()
+                              .add("noop",
+                                   [&](docket::Context& ctx, const docket::Json&) {
+                                     const Clock::time_point now = Clock::now();
+                                     const std::lock_guard<std::mutex> lock(mutex);
+                                     started.emplace(ctx.run_id(), now);
+                                     return docket::Json();
+                                   })
+                              .build(),
+                          options);
+  pool.start();
+  std::this_thread::sleep_for(500ms);  // idle: the poller waits on its socket
+
+  pqxx::connection spawner(dsn);
+  docket::sql::prepare(spawner);
+  {
+    pqxx::nontransaction tx(spawner);
+    if (!listen) tx.exec("SET docket.notify = off");
+    if (notify_interval != "default") tx.exec("SET docket.notify_interval_ms = " + notify_interval);
+  }
+  const Clock::time_point begin = Clock::now();
+  for (int i = 0; i < count; ++i) {
+    std::this_thread::sleep_until(begin + i * std::chrono::milliseconds(interval_ms));
+    pqxx::work tx(spawner);
+    const docket::sql::SpawnResult spawned = docket::sql::spawn_task(
+        tx, "noop", docket::Json::object(), queue, "tenantless", docket::Json::object());
+    const Clock::time_point before_commit = Clock::now();
+    tx.commit();
+    const std::lock_guard<std::mutex> lock(mutex);
+    committing.emplace(spawned.run_id, before_commit);
+  }
+  const Clock::time_point deadline = Clock::now() + 60s;
+  for (;;) {
+    {
+      const std::lock_guard<std::mutex> lock(mutex);
+      if (started.size() >= static_cast<std::size_t>(count)) break;
+    }
+    if (Clock::now() > deadline) throw std::runtime_error("not every task started within 60 s");
+    std::this_thread::sleep_for(5ms);
+  }
+  pool.stop();
+
+  std::vector<double> ms;
+  for (const auto& [run_id, at] : committing)
+    ms.push_back(std::chrono::duration<double, std::milli>(started.at(run_id) - at).count());
+  std::sort(ms.begin(), ms.end());
+  double sum = 0;
+  for (const double v : ms) sum += v;
+  std::printf(
+      "latency listen=%d notify_interval_ms=%s poll_ms=%d count=%zu p50_ms=%.2f p90_ms=%.2f "
+      "p99_ms=%.2f max_ms=%.2f mean_ms=%.2f\n",
+      listen ? 1 : 0, notify_interval.c_str(), poll_ms, ms.size(), percentile(ms, 0.50),
+      percentile(ms, 0.90), percentile(ms, 0.99), ms.back(), sum / static_cast<double>(ms.size()));
+  return 0;
+}
+
+int rawloop(const std::string& dsn, int threads, int batch, long jobs) {
+  std::atomic<long> done{0};
+  std::vector<std::thread> workers;
+  const Clock::time_point start = Clock::now();
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&] {
+      pqxx::connection connection(dsn);
+      connection.prepare("claim",
+                         "UPDATE bench.raw_jobs SET status = 'running', token = gen_random_uuid(), "
+                         "claimed_at = clock_timestamp(), due = NULL, attempts = attempts + 1 "
+                         "WHERE id = ANY(ARRAY(SELECT id FROM bench.raw_jobs WHERE status = "
+                         "'pending' AND due <= clock_timestamp() ORDER BY due LIMIT $1 "
+                         "FOR UPDATE SKIP LOCKED)) RETURNING id, seq, token");
+      connection.prepare("complete",
+                         "UPDATE bench.raw_jobs SET status = 'done', seq = $2 + 1, token = NULL, "
+                         "claimed_at = NULL, updated_at = clock_timestamp(), "
+                         "doc = bench.run_doc($1, 'completed', $2 + 1) "
+                         "WHERE id = $1 AND token = $3::uuid AND seq = $2");
+      for (;;) {
+        pqxx::result claimed;
+        {
+          pqxx::nontransaction tx(connection);
+          claimed = tx.exec_prepared("claim", batch);
+        }
+        if (claimed.empty()) return;
+        for (const pqxx::row& job : claimed) {
+          pqxx::nontransaction tx(connection);
+          tx.exec_prepared("complete", job[0].c_str(), job[1].as<long>(), job[2].c_str());
+          done.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (std::thread& w : workers) w.join();
+  const double elapsed = seconds_since(start);
+  std::printf("rawloop threads=%d batch=%d jobs=%ld done=%ld seconds=%.2f jobs_per_s=%.0f\n",
+              threads, batch, jobs, done.load(), elapsed, done.load() / elapsed);
+  return done.load() == jobs ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> a(argv + 1, argv + argc);
+  try {
+    if (a.size() == 5 && a[0] == "drain")
+      return drain(a[1], a[2], std::stoi(a[3]), std::stol(a[4]));
+    if (a.size() == 8 && a[0] == "latency")
+      return latency(a[1], a[2], std::stoi(a[3]), std::stoi(a[4]), std::stoi(a[5]), a[6] == "1",
+                     a[7]);
+    if (a.size() == 5 && a[0] == "rawloop")
+      return rawloop(a[1], std::stoi(a[2]), std::stoi(a[3]), std::stol(a[4]));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_worker: %s\n", e.what());
+    return 1;
+  }
+  std::fprintf(stderr,
+               "usage: bench_worker drain DSN QUEUE CONCURRENCY TASKS\n"
+               "       bench_worker latency DSN QUEUE COUNT INTERVAL_MS POLL_MS LISTEN "
+               "NOTIFY_INTERVAL_MS|default\n"
+               "       bench_worker rawloop DSN THREADS BATCH JOBS\n");
+  return 2;
+}
