@@ -192,10 +192,9 @@ void Runner::on_signal(ControlSignal::Kind kind) {
 
 void Runner::defer() {
   try {
-    const std::string disposition =
-        autocommit(*connection_, true, [&](pqxx::transaction_base& tx) {
-          return sql::defer_task(tx, task_.run_id, task_.claim_token);
-        });
+    const std::string disposition = autocommit(*connection_, true, [&](pqxx::transaction_base& tx) {
+      return sql::defer_task(tx, task_.run_id, task_.claim_token);
+    });
     pool_->counters.abandoned.fetch_add(1);
     pool_->log(
         disposition == "poisoned" ? LogLevel::error : LogLevel::warning,

@@ -279,7 +279,7 @@ TEST_F(WorkerPoolTest, TimeoutsPastSleepsAndEventsStayInTheTaskScope) {
   EXPECT_EQ(r["child_saw"], "pong");
   const std::optional<Json> child = client_->inspect_run("system", r["child"]);
   ASSERT_TRUE(child.has_value());
-  EXPECT_EQ((*child)["tenant_id"], "acme");  // the child lives in its parent's scope
+  EXPECT_EQ((*child)["tenant_id"], "acme");                // the child lives in its parent's scope
   EXPECT_TRUE(steps_of(run_id).contains("emit:" + ping));  // replays do not emit again
   // The event was emitted in the tenant's scope only.
   EXPECT_FALSE(client_->emit_event(ping, nullptr, "tenant:acme"));
