@@ -197,6 +197,23 @@ END $$;
 COMMENT ON FUNCTION docket._task_lock(text, uuid, boolean) IS
   'Internal: locks a task''s run under its claim token; DK003 unknown, DK010 cancelled or overdue, DK001 stale token.';
 
+-- Records a wait's outcome as its step's result, drops the waiter row and extends the
+-- claim: a replay of the step returns the same outcome.
+CREATE FUNCTION docket._task_settle_wait(p_run_id text, p_claim_token uuid, p_step_name text,
+                                         outcome jsonb, t_now timestamptz)
+  RETURNS void
+  LANGUAGE plpgsql VOLATILE
+  SET search_path = pg_catalog, pg_temp
+  AS $$
+BEGIN
+  INSERT INTO docket.task_steps (run_id, step_name, value, completed_at)
+  VALUES (p_run_id, p_step_name, outcome, t_now);
+  DELETE FROM docket.task_waits w WHERE w.run_id = p_run_id AND w.step_name = p_step_name;
+  PERFORM docket.refresh_claim(p_run_id, p_claim_token, t_now);
+END $$;
+COMMENT ON FUNCTION docket._task_settle_wait(text, uuid, text, jsonb, timestamptz) IS
+  'Internal: stores a wait''s outcome as its step, removes the waiter and extends the claim.';
+
 -- Commits the next version of a task's run under the caller's fence.
 CREATE FUNCTION docket._task_commit(r docket.runs, changes jsonb,
                                     checkpoint_type docket.checkpoint_type, schedule text,
@@ -856,11 +873,8 @@ BEGIN
     stored := jsonb_build_object('status', 'timeout', 'payload', NULL);
   END IF;
   IF stored IS NOT NULL THEN
-    INSERT INTO docket.task_steps (run_id, step_name, value, completed_at)
-    VALUES (await_event.run_id, await_event.step_name, stored, t_now);
-    DELETE FROM docket.task_waits w
-     WHERE w.run_id = await_event.run_id AND w.step_name = await_event.step_name;
-    PERFORM docket.refresh_claim(await_event.run_id, await_event.claim_token, t_now);
+    PERFORM docket._task_settle_wait(await_event.run_id, await_event.claim_token,
+                                     await_event.step_name, stored, t_now);
     RETURN QUERY SELECT stored ->> 'status', stored -> 'payload';
     RETURN;
   END IF;
@@ -932,11 +946,8 @@ BEGIN
     stored := jsonb_build_object('state', child.status,
                                  'result', child.document -> 'result',
                                  'error', child.document -> 'error');
-    INSERT INTO docket.task_steps (run_id, step_name, value, completed_at)
-    VALUES (await_task.run_id, await_task.step_name, stored, docket.now());
-    DELETE FROM docket.task_waits w
-     WHERE w.run_id = await_task.run_id AND w.step_name = await_task.step_name;
-    PERFORM docket.refresh_claim(await_task.run_id, await_task.claim_token, docket.now());
+    PERFORM docket._task_settle_wait(await_task.run_id, await_task.claim_token,
+                                     await_task.step_name, stored, docket.now());
     RETURN QUERY SELECT child.status, stored;
     RETURN;
   END IF;

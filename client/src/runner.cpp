@@ -210,28 +210,34 @@ void Runner::defer() {
   }
 }
 
-void Runner::finalize_success(const Json& result) {
+void Runner::finalize(const char* outcome, const std::function<void()>& call) {
   try {
-    autocommit(*connection_, true, [&](pqxx::transaction_base& tx) {
-      sql::complete_task(tx, task_.run_id, task_.claim_token, result);
-    });
-    pool_->counters.completed.fetch_add(1);
-    pool_->log(LogLevel::debug, describe() + ": completed");
+    call();
   } catch (const Cancelled&) {
     on_signal(ControlSignal::Kind::cancelled);
   } catch (const StaleFence&) {
     on_signal(ControlSignal::Kind::lost);
   } catch (const Ambiguous& e) {
     pool_->counters.lost.fetch_add(1);
-    pool_->log(LogLevel::warning, describe() + ": completion outcome unknown: " + e.what());
+    pool_->log(LogLevel::warning, describe() + ": " + outcome + " outcome unknown: " + e.what());
   } catch (const std::exception& e) {
     pool_->counters.lost.fetch_add(1);
-    pool_->log(LogLevel::error, describe() + ": could not complete: " + e.what());
+    pool_->log(LogLevel::error, describe() + ": could not record its " + outcome + ": " + e.what());
   }
 }
 
+void Runner::finalize_success(const Json& result) {
+  finalize("completion", [&] {
+    autocommit(*connection_, true, [&](pqxx::transaction_base& tx) {
+      sql::complete_task(tx, task_.run_id, task_.claim_token, result);
+    });
+    pool_->counters.completed.fetch_add(1);
+    pool_->log(LogLevel::debug, describe() + ": completed");
+  });
+}
+
 void Runner::finalize_failure(const Json& error) {
-  try {
+  finalize("failure", [&] {
     const sql::FailOutcome outcome =
         autocommit(*connection_, true, [&](pqxx::transaction_base& tx) {
           return sql::fail_task(tx, task_.run_id, task_.claim_token, error);
@@ -244,17 +250,7 @@ void Runner::finalize_failure(const Json& error) {
     }
     pool_->log(LogLevel::info, describe() + ": failed (" + outcome.disposition +
                                    "): " + error.value("message", std::string()));
-  } catch (const Cancelled&) {
-    on_signal(ControlSignal::Kind::cancelled);
-  } catch (const StaleFence&) {
-    on_signal(ControlSignal::Kind::lost);
-  } catch (const Ambiguous& e) {
-    pool_->counters.lost.fetch_add(1);
-    pool_->log(LogLevel::warning, describe() + ": failure outcome unknown: " + e.what());
-  } catch (const std::exception& e) {
-    pool_->counters.lost.fetch_add(1);
-    pool_->log(LogLevel::error, describe() + ": could not record its failure: " + e.what());
-  }
+  });
 }
 
 }  // namespace docket::detail

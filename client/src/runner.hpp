@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -54,6 +55,9 @@ class Runner final : public ContextBackend {
   void defer();
   void finalize_success(const Json& result);
   void finalize_failure(const Json& error);
+  // Runs the finalizing call: the database refusing it (cancelled, claim lost)
+  // ends the attempt with no competing outcome; a lost connection is not guessed.
+  void finalize(const char* outcome, const std::function<void()>& call);
   void on_signal(ControlSignal::Kind kind);
   // Gives the slot back if this runner still holds it; true when it did.
   bool release_slot() noexcept;
