@@ -54,10 +54,14 @@ CREATE TABLE docket.graphs (
 );
 COMMENT ON TABLE docket.graphs IS 'published graph versions; a run references one by (graph_id, graph_hash)';
 
+-- The columns a run never changes (run_id, tenant_id, queue, graph_id,
+-- graph_hash, started_at) are checked on docket.run_heads, which insert_run
+-- writes from the same parameters in the same statement: a CHECK here would run
+-- again, re-read from the catalog, on every claim and every commit.
 CREATE TABLE docket.runs (
-  run_id          text NOT NULL PRIMARY KEY CHECK (run_id <> ''),
-  tenant_id       text CHECK (tenant_id <> ''),  -- NULL: tenantless
-  queue           text NOT NULL CHECK (queue <> '' AND octet_length(queue) <= 128),
+  run_id          text NOT NULL PRIMARY KEY,
+  tenant_id       text,  -- NULL: tenantless
+  queue           text NOT NULL,
   graph_id        text NOT NULL,
   graph_hash      text NOT NULL,
   status          text NOT NULL
@@ -75,40 +79,62 @@ CREATE TABLE docket.runs (
   poisoned_at     timestamptz,
   poison_reason   text,
   CONSTRAINT runs_claim_pair CHECK ((claim_token IS NULL) = (claimed_at IS NULL)),
-  CONSTRAINT runs_poison_pair CHECK ((poisoned_at IS NULL) = (poison_reason IS NULL)),
-  CONSTRAINT runs_graph_fk FOREIGN KEY (graph_id, graph_hash) REFERENCES docket.graphs
+  CONSTRAINT runs_poison_pair CHECK ((poisoned_at IS NULL) = (poison_reason IS NULL))
 );
 COMMENT ON TABLE docket.runs IS
   'one row per durable run: the committed document, its schedule (wake_at), claim, counters and poison facts';
 
--- Claims: the ready class (unclaimed, due) and the expired class (claim older
--- than the TTL), each with and without a queue. Partial, so a row sits in at
--- most one class and terminal runs cost nothing.
+-- Every index of docket.runs costs every claim and every commit one insertion:
+-- both change indexed columns (claim_token, claimed_at, wake_at, status), so
+-- neither update can be HOT. Only the claim path's indexes live here; what
+-- never changes (the list keys) lives in docket.run_heads.
+--
+-- Claims: the ready class (unclaimed, due), with and without a queue, and the
+-- expired class (claim older than the TTL). Partial, so a row sits in at most
+-- one class and terminal runs cost nothing. The expired class has one index
+-- for both statements: its range (claimed_at < cutoff) holds only expired
+-- claims, so a queue is checked inside that range rather than given an index
+-- that every claim would pay for.
 CREATE INDEX runs_ready ON docket.runs (wake_at, run_id COLLATE "C")
   WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL AND wake_at IS NOT NULL;
 CREATE INDEX runs_ready_queue ON docket.runs (queue, wake_at, run_id COLLATE "C")
   WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL AND wake_at IS NOT NULL;
-CREATE INDEX runs_claimed ON docket.runs (claimed_at, run_id COLLATE "C")
+CREATE INDEX runs_claimed ON docket.runs (claimed_at, run_id COLLATE "C", queue)
   WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NOT NULL;
-CREATE INDEX runs_claimed_queue ON docket.runs (queue, claimed_at, run_id COLLATE "C")
-  WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NOT NULL;
-
--- list_runs: newest first by (started_at, run_id), for the system scope, for one
--- tenant (tenant_id IS NULL is an index condition too) and for one graph. Every
--- index carries every scope and filter column, so whichever one the planner
--- picks, scope and filters are index conditions; the columns after
--- (started_at, run_id) are checked in the index without changing its order.
--- Statuses are listed one equality scan per status (see src/pg/list.cpp).
--- Three indexes, because every index costs every claim and commit.
-CREATE INDEX runs_list
-  ON docket.runs (started_at DESC, run_id DESC, tenant_id, graph_id, graph_hash, status);
-CREATE INDEX runs_list_tenant
-  ON docket.runs (tenant_id, started_at DESC, run_id DESC, graph_id, graph_hash, status);
-CREATE INDEX runs_list_graph
-  ON docket.runs (graph_id, started_at DESC, run_id DESC, graph_hash, tenant_id, status);
 
 -- Operators look for poisoned runs.
 CREATE INDEX runs_poisoned ON docket.runs (poisoned_at) WHERE poisoned_at IS NOT NULL;
+
+-- What a run is, fixed at insert: written once by insert_run in the statement
+-- that inserts the run, never updated, deleted with the run; its checks are
+-- those of these columns of docket.runs too. list_runs walks these indexes
+-- (newest first by (started_at, run_id), for the system scope, one tenant
+-- (tenant_id IS NULL is an index condition too) and one graph) and joins
+-- docket.runs by primary key for the mutable summary columns. Every index
+-- carries every scope and filter column, so whichever one the planner picks,
+-- scope and filters are index conditions.
+CREATE TABLE docket.run_heads (
+  run_id      text NOT NULL PRIMARY KEY CHECK (run_id <> '')
+              REFERENCES docket.runs (run_id) ON DELETE CASCADE,
+  tenant_id   text CHECK (tenant_id <> ''),  -- NULL: tenantless
+  queue       text NOT NULL CHECK (queue <> '' AND octet_length(queue) <= 128),
+  graph_id    text NOT NULL,
+  graph_hash  text NOT NULL,
+  started_at  timestamptz NOT NULL,
+  -- Here rather than on docket.runs: PostgreSQL re-checks a row's foreign keys
+  -- when it updates a row version its own transaction wrote (a claim and a
+  -- commit in one transaction), which would lock the graph row, shared by every
+  -- run of the graph, in each such transaction.
+  CONSTRAINT run_heads_graph_fk FOREIGN KEY (graph_id, graph_hash) REFERENCES docket.graphs
+);
+COMMENT ON TABLE docket.run_heads IS
+  'the immutable identity of each run (tenant, queue, graph version, start), written once at insert; list_runs reads it';
+CREATE INDEX run_heads_list
+  ON docket.run_heads (started_at DESC, run_id DESC, tenant_id, graph_id, graph_hash);
+CREATE INDEX run_heads_tenant
+  ON docket.run_heads (tenant_id, started_at DESC, run_id DESC, graph_id, graph_hash);
+CREATE INDEX run_heads_graph
+  ON docket.run_heads (graph_id, started_at DESC, run_id DESC, graph_hash, tenant_id);
 
 CREATE TABLE docket.run_events (
   run_id      text NOT NULL REFERENCES docket.runs (run_id) ON DELETE CASCADE,
@@ -171,7 +197,7 @@ CREATE FUNCTION docket.list_runs(scope docket.scope, page_limit int,
   SET jit = off
   AS 'MODULE_PATHNAME', 'docket_list_runs';
 COMMENT ON FUNCTION docket.list_runs(docket.scope, int, timestamptz, text, text, text, text[]) IS
-  'One page of run summaries, newest first by (started_at, run_id), after an exclusive keyset cursor: {entries, next_before, has_more}. Scope and filters are index conditions; documents are never read.';
+  'One page of run summaries, newest first by (started_at, run_id), after an exclusive keyset cursor: {entries, next_before, has_more}. Scope, graph filters and cursor are index conditions on docket.run_heads; statuses are checked on each in-scope run; documents are never read.';
 
 CREATE FUNCTION docket.claim_due(now timestamptz DEFAULT docket.now(), claim_limit int DEFAULT 1,
                                  orphan_ttl_ms bigint DEFAULT 30000,

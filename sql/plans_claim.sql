@@ -1,8 +1,9 @@
--- Plans of the claim path (claim_due, abandon_claim, retry_poisoned_run),
--- pinned as generic plans: each candidate scan must walk its partial index in
--- (eligible column, run_id) order, and each update must find its rows by the
--- primary key. Each PREPARE repeats the statement text of src/pg/claim.cpp,
--- abandon.cpp and poison.cpp word for word; change both together.
+-- Plans of the claim path (claim_due, commit, mutate_run, abandon_claim,
+-- retry_poisoned_run), pinned as generic plans: each candidate scan must walk
+-- its partial index in (eligible column, run_id) order, and each update must
+-- find its rows by the primary key. Each PREPARE repeats the statement text of
+-- src/pg/claim.cpp, commit.cpp, transition.cpp, abandon.cpp and poison.cpp
+-- word for word; change both together.
 CREATE EXTENSION docket;
 SET plan_cache_mode = force_generic_plan;
 
@@ -34,23 +35,30 @@ SELECT status, count(*) FILTER (WHERE claim_token IS NOT NULL) AS claimed,
   FROM docket.runs GROUP BY status ORDER BY status;
 ANALYZE docket.runs;
 
--- claim_due, ready class: runs_ready / runs_ready_queue in (wake_at, run_id) order.
-PREPARE ready (timestamptz, bigint) AS SELECT run_id, wake_at, claim_attempts FROM docket.runs WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL AND wake_at IS NOT NULL AND wake_at <= $1 ORDER BY wake_at, run_id COLLATE "C" LIMIT $2 FOR UPDATE SKIP LOCKED;
-EXPLAIN (COSTS OFF) EXECUTE ready ('2024-01-01 08:00:00+00', 10);
-PREPARE ready_queue (timestamptz, bigint, text) AS SELECT run_id, wake_at, claim_attempts FROM docket.runs WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL AND wake_at IS NOT NULL AND queue = ANY(ARRAY[$3]) AND wake_at <= $1 ORDER BY queue, wake_at, run_id COLLATE "C" LIMIT $2 FOR UPDATE SKIP LOCKED;
-EXPLAIN (COSTS OFF) EXECUTE ready_queue ('2024-01-01 08:00:00+00', 10, 'q1');
-
--- claim_due, expired class: runs_claimed / runs_claimed_queue in (claimed_at, run_id) order.
-PREPARE expired (timestamptz, bigint) AS SELECT run_id, claimed_at, claim_attempts FROM docket.runs WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NOT NULL AND claimed_at < $1 ORDER BY claimed_at, run_id COLLATE "C" LIMIT $2 FOR UPDATE SKIP LOCKED;
-EXPLAIN (COSTS OFF) EXECUTE expired ('2024-01-01 07:30:00+00', 10);
-PREPARE expired_queue (timestamptz, bigint, text) AS SELECT run_id, claimed_at, claim_attempts FROM docket.runs WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NOT NULL AND queue = ANY(ARRAY[$3]) AND claimed_at < $1 ORDER BY queue, claimed_at, run_id COLLATE "C" LIMIT $2 FOR UPDATE SKIP LOCKED;
-EXPLAIN (COSTS OFF) EXECUTE expired_queue ('2024-01-01 07:30:00+00', 10, 'q1');
+-- claim_due, the candidate scan: ready class by runs_ready / runs_ready_queue in
+-- (wake_at, run_id) order, expired class by runs_claimed in (claimed_at, run_id)
+-- order, bounded by the cutoff, the queue checked in the index.
+PREPARE candidates (timestamptz, bigint, timestamptz) AS SELECT false, run_id, wake_at, claim_attempts FROM (SELECT run_id, wake_at, claim_attempts FROM docket.runs WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL AND wake_at IS NOT NULL AND wake_at <= $1 ORDER BY wake_at, run_id COLLATE "C" LIMIT $2 FOR UPDATE SKIP LOCKED) AS ready UNION ALL SELECT true, run_id, claimed_at, claim_attempts FROM (SELECT run_id, claimed_at, claim_attempts FROM docket.runs WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NOT NULL AND claimed_at < $3 ORDER BY claimed_at, run_id COLLATE "C" LIMIT $2 FOR UPDATE SKIP LOCKED) AS expired;
+EXPLAIN (COSTS OFF) EXECUTE candidates ('2024-01-01 08:00:00+00', 10, '2024-01-01 07:30:00+00');
+PREPARE candidates_queue (timestamptz, bigint, timestamptz, text) AS SELECT false, run_id, wake_at, claim_attempts FROM (SELECT run_id, wake_at, claim_attempts FROM docket.runs WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL AND wake_at IS NOT NULL AND queue = ANY(ARRAY[$4]) AND wake_at <= $1 ORDER BY queue, wake_at, run_id COLLATE "C" LIMIT $2 FOR UPDATE SKIP LOCKED) AS ready UNION ALL SELECT true, run_id, claimed_at, claim_attempts FROM (SELECT run_id, claimed_at, claim_attempts FROM docket.runs WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NOT NULL AND claimed_at < $3 AND queue = $4 ORDER BY claimed_at, run_id COLLATE "C" LIMIT $2 FOR UPDATE SKIP LOCKED) AS expired;
+EXPLAIN (COSTS OFF) EXECUTE candidates_queue ('2024-01-01 08:00:00+00', 10, '2024-01-01 07:30:00+00', 'q1');
 
 -- claim_due, the lease and poison updates: the primary key, never a join.
 PREPARE lease (text[], timestamptz) AS UPDATE docket.runs SET claim_token = gen_random_uuid(), claimed_at = $2, wake_at = NULL, claim_attempts = claim_attempts + 1 WHERE run_id = ANY($1) RETURNING run_id, tenant_id, graph_id, graph_hash, checkpoint_seq, claim_token, claimed_at, claim_attempts, poisoned_at, poison_reason, queue;
 EXPLAIN (COSTS OFF) EXECUTE lease ('{run-0001,run-0002,run-0007}', '2024-01-01 08:00:00+00');
 PREPARE poison (text[], timestamptz) AS UPDATE docket.runs SET claim_token = NULL, claimed_at = NULL, wake_at = NULL, poisoned_at = $2, poison_reason = 'max_claim_attempts_exceeded' WHERE run_id = ANY($1) RETURNING run_id, tenant_id, graph_id, graph_hash, checkpoint_seq, claim_token, claimed_at, claim_attempts, poisoned_at, poison_reason, queue;
 EXPLAIN (COSTS OFF) EXECUTE poison ('{run-0001,run-0002,run-0007}', '2024-01-01 08:00:00+00');
+
+-- commit: one update by primary key, the scope, fence and identity filters of that row.
+PREPARE commit_fenced (text, jsonb, text, bigint, text, timestamptz, bool, timestamptz, timestamptz, bool, text, bigint, uuid, text, text, timestamptz) AS UPDATE docket.runs SET document = $2, status = $3, checkpoint_seq = $4, checkpoint_type = $5::docket.checkpoint_type, updated_at = $6, claim_token = CASE WHEN $7 THEN claim_token END, claimed_at = CASE WHEN $7 THEN greatest(claimed_at, $8) END, wake_at = $9, claim_attempts = 0, claim_abandons = 0, poisoned_at = NULL, poison_reason = NULL WHERE run_id = $1 AND ($10 OR tenant_id IS NOT DISTINCT FROM $11) AND checkpoint_seq = $12 AND claim_token = $13 AND graph_id = $14 AND graph_hash = $15 AND started_at = $16 RETURNING document, queue;
+EXPLAIN (COSTS OFF) EXECUTE commit_fenced ('run-0001', '{}', 'completed', 2, 'run_completed', '2024-01-01 08:00:00+00', false, NULL, NULL, false, 't1', 1, '00000000-0000-0000-0000-000000000001', 'graph-1', 'hash-1', '2024-01-01 00:00:00+00');
+
+-- mutate_run (and a commit that matched nothing): lock by primary key with the
+-- scope as a filter, update by primary key.
+PREPARE transition_lock (text, bool, text) AS SELECT run_id, graph_id, graph_hash, started_at, checkpoint_seq, status, claim_token, claimed_at, poisoned_at IS NOT NULL, queue, document FROM docket.runs WHERE run_id = $1 AND ($2 OR tenant_id IS NOT DISTINCT FROM $3) FOR UPDATE;
+EXPLAIN (COSTS OFF) EXECUTE transition_lock ('run-0001', false, 't1');
+PREPARE transition_update (text, jsonb, text, bigint, text, timestamptz, bool, timestamptz, timestamptz) AS UPDATE docket.runs SET document = $2, status = $3, checkpoint_seq = $4, checkpoint_type = $5::docket.checkpoint_type, updated_at = $6, claim_token = CASE WHEN $7 THEN claim_token END, claimed_at = $8, wake_at = $9, claim_attempts = 0, claim_abandons = 0, poisoned_at = NULL, poison_reason = NULL WHERE run_id = $1 RETURNING document;
+EXPLAIN (COSTS OFF) EXECUTE transition_update ('run-0001', '{}', 'completed', 2, 'run_completed', '2024-01-01 08:00:00+00', false, NULL, NULL);
 
 -- abandon_claim: lock by primary key, update by primary key.
 PREPARE abandon_lookup (text) AS SELECT claim_token, checkpoint_seq, claim_attempts, claim_abandons, queue FROM docket.runs WHERE run_id = $1 FOR UPDATE;

@@ -3,9 +3,10 @@
 //   bench_worker drain   DSN QUEUE CONCURRENCY TASKS
 //       A WorkerPool with a no-op handler drains TASKS pre-spawned tasks.
 //   bench_worker latency DSN QUEUE COUNT INTERVAL_MS POLL_MS LISTEN(0|1) NOTIFY_INTERVAL_MS|default
-//       An idle pool; one task spawned (and committed) every INTERVAL_MS; the
-//       wake-to-start latency is from just before the spawn's COMMIT to the
-//       handler's first instruction.
+//       An idle pool (warmed up by one burst of tasks, so its runners'
+//       connections are open); one task spawned (and committed) every
+//       INTERVAL_MS; the wake-to-start latency is from just before the spawn's
+//       COMMIT to the handler's first instruction.
 //   bench_worker rawloop DSN THREADS BATCH JOBS
 //       The raw SKIP LOCKED loop as a client would run it (bench/claim's
 //       bench.raw_jobs): THREADS connections, each claiming BATCH jobs in one
@@ -98,10 +99,29 @@ int latency(const std::string& dsn, const std::string& queue, int count, int int
                               .build(),
                           options);
   pool.start();
-  std::this_thread::sleep_for(500ms);  // idle: the poller waits on its socket
-
   pqxx::connection spawner(dsn);
   docket::sql::prepare(spawner);
+
+  // Warm-up, not measured: a burst of as many tasks as the pool has runners opens
+  // the runners' connections, as in a pool that has been serving for a while.
+  {
+    pqxx::work tx(spawner);
+    for (int i = 0; i < options.concurrency; ++i)
+      docket::sql::spawn_task(tx, "noop", docket::Json::object(), queue, "tenantless",
+                              docket::Json::object());
+    tx.commit();
+  }
+  const Clock::time_point warm_deadline = Clock::now() + 60s;
+  while (pool.counters().completed < static_cast<std::uint64_t>(options.concurrency)) {
+    if (Clock::now() > warm_deadline) throw std::runtime_error("warm-up did not finish in 60 s");
+    std::this_thread::sleep_for(5ms);
+  }
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    started.clear();
+  }
+  std::this_thread::sleep_for(500ms);  // idle: the poller waits on its socket
+
   {
     pqxx::nontransaction tx(spawner);
     if (!listen) tx.exec("SET docket.notify = off");

@@ -6,20 +6,21 @@
 #   a) drain: BENCH_TASKS pre-spawned tasks at each concurrency in BENCH_CONCURRENCY,
 #      against the raw loop over as many jobs (pgbench running bench.raw_cycle(10)
 #      with as many clients, and the same loop driven from C++ threads), and the
-#      task layer's SQL alone (pgbench, bench/tasks' task_cycle) for SQL_SECONDS.
+#      task layer's SQL alone (pgbench, bench.task_cycle_in) for SQL_SECONDS on
+#      the same backlog just before the pool drains it.
 #   b) wake-to-start latency: LAT_COUNT tasks spawned every LAT_INTERVAL_MS into an
 #      idle pool (poll interval LAT_POLL_MS): NOTIFY on with the default
 #      docket.notify_interval_ms (100 ms debounce per backend), NOTIFY on with 0,
 #      and NOTIFY off (the pool only polls).
 # Knobs (environment): BENCH_PORT (54352), BENCH_TASKS (100000), BENCH_CONCURRENCY
 # ("10 50"), LAT_COUNT (300), LAT_INTERVAL_MS (10), LAT_POLL_MS (1000), SQL_SECONDS (8),
-# SQL_BACKLOG (20000),
+# SQL_BACKLOG (25000: spawned on top of BENCH_TASKS for the SQL-only phase),
 # BENCH_INSTALL (1: make install first), BENCH_BUILD (client/build),
 # BENCH_OUT (/tmp/docket-bench-worker.txt).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 claim=bench/claim  # the raw SKIP LOCKED baseline (setup.sql, raw_cycle.pgbench)
-tasks=bench/tasks  # the task layer's SQL alone (setup.sql, task_cycle.pgbench)
+here=bench/worker
 
 PORT=${BENCH_PORT:-54352}
 N=${BENCH_TASKS:-100000}
@@ -28,7 +29,7 @@ LAT_COUNT=${LAT_COUNT:-300}
 LAT_INTERVAL_MS=${LAT_INTERVAL_MS:-10}
 LAT_POLL_MS=${LAT_POLL_MS:-1000}
 SQL_SECONDS=${SQL_SECONDS:-8}
-SQL_BACKLOG=${SQL_BACKLOG:-20000}
+SQL_BACKLOG=${SQL_BACKLOG:-25000}
 BUILD=${BENCH_BUILD:-client/build}
 OUT=${BENCH_OUT:-/tmp/docket-bench-worker.txt}
 DB=bench_worker
@@ -89,7 +90,7 @@ say "PROVISIONAL: measured on a shared 2-core machine; repeat on a quiet one bef
 psql -X -q -v ON_ERROR_STOP=1 -c "CREATE DATABASE $DB"
 q -c "CREATE EXTENSION docket"
 q -f $claim/setup.sql >/dev/null
-q -f $tasks/setup.sql >/dev/null
+q -f $here/setup.sql >/dev/null
 
 ###############################################################################
 # a) drain
@@ -99,22 +100,24 @@ say "drain: $N pre-spawned no-op tasks per phase (tasks/s; raw: jobs/s over $N j
 say "$(printf '  %-11s %-44s %9s %8s' concurrency system per_s seconds)"
 declare -A rate
 for c in $CONCURRENCY; do
-  spawn "drain$c" "$N"
-  line=$("$BENCH" drain "$DSN" "drain$c" "$c" "$N")
-  rate[pool.$c]=$(field "$line" tasks_per_s)
-  left=$(q -c "SELECT count(*) FROM docket.runs WHERE queue = 'drain$c' AND status <> 'completed'")
-  say "$(printf '  %-11s %-44s %9s %8s' "$c" "WorkerPool (claim_tasks batch 10)" "${rate[pool.$c]}" "$(field "$line" seconds)")"
-  [ "$left" = 0 ] || say "  WARNING: $left tasks of drain$c not completed"
+  # One backlog per concurrency: first the task layer's SQL alone (pgbench running
+  # bench.task_cycle_in: claim_tasks(10) + complete_task per task in one
+  # transaction) for SQL_SECONDS, then the pool drains N of what is left, so both
+  # work on a table of the same size.
+  queue=drain$c
+  spawn "$queue" $((N + SQL_BACKLOG))
+  completed() { q -c "SELECT count(*) FROM docket.runs WHERE queue = '$queue' AND status = 'completed'"; }
+  before=$(completed)
+  "$PGBIN/pgbench" -n -c "$c" -j 2 -T "$SQL_SECONDS" -D claim_limit=10 -D concurrency="$c" \
+    -f $here/task_cycle.pgbench $DB >/dev/null 2>&1
+  rate[sql.$c]=$((($(completed) - before) / SQL_SECONDS))
+  due=$(q -c "SELECT count(*) FROM docket.runs WHERE queue = '$queue' AND status = 'running'")
+  [ "$due" -ge "$N" ] || spawn "$queue" $((N - due))
+  q -c "VACUUM (ANALYZE) docket.runs, docket.tasks"
 
-  # The task layer's SQL alone, no client: pgbench running claim_tasks(10) +
-  # complete_task per task in one transaction (bench/tasks), for SQL_SECONDS.
-  due=$(q -c "SELECT count(*) FROM docket.runs WHERE queue = 'bench' AND status = 'running'")
-  [ "$due" -ge "$SQL_BACKLOG" ] || spawn bench $((SQL_BACKLOG - due))
-  before=$(q -c "SELECT count(*) FROM docket.runs WHERE queue = 'bench' AND status = 'completed'")
-  "$PGBIN/pgbench" -n -c "$c" -j 2 -T "$SQL_SECONDS" -D claim_limit=10 \
-    -f $tasks/task_cycle.pgbench $DB >/dev/null 2>&1
-  after=$(q -c "SELECT count(*) FROM docket.runs WHERE queue = 'bench' AND status = 'completed'")
-  rate[sql.$c]=$(((after - before) / SQL_SECONDS))
+  line=$("$BENCH" drain "$DSN" "$queue" "$c" "$N")
+  rate[pool.$c]=$(field "$line" tasks_per_s)
+  say "$(printf '  %-11s %-44s %9s %8s' "$c" "WorkerPool (claim_tasks batch 10)" "${rate[pool.$c]}" "$(field "$line" seconds)")"
   say "$(printf '  %-11s %-44s %9s %8s' "$c" "SQL only: pgbench claim_tasks(10)+complete_task" "${rate[sql.$c]}" "$SQL_SECONDS")"
 
   load_raw "$N"

@@ -44,10 +44,31 @@ void check_identity(const StoredRun& stored, const RunDoc& run, Reason reason) {
     fail(reason, "run " + stored.run_id + " cannot change graph_id from \"" + stored.graph_id +
                      "\" to \"" + run.graph_id + "\"");
   if (run.graph_hash != stored.graph_hash)
-    fail(reason, "run " + stored.run_id + " cannot change graph_hash from \"" +
-                     stored.graph_hash + "\" to \"" + run.graph_hash + "\"");
+    fail(reason, "run " + stored.run_id + " cannot change graph_hash from \"" + stored.graph_hash +
+                     "\" to \"" + run.graph_hash + "\"");
   if (run.started_at != stored.started_at)
     fail(reason, "run " + stored.run_id + " cannot change started_at");
+}
+
+CommitMatch commit_match(const ValidProposal& proposal, std::int64_t expected_checkpoint_seq,
+                         const Token& claim_token) {
+  CommitMatch match;
+  match.run_id = proposal.run.id;
+  match.checkpoint_seq = expected_checkpoint_seq;
+  match.claim_token = claim_token;
+  match.graph_id = proposal.run.graph_id;
+  match.graph_hash = proposal.run.graph_hash;
+  match.started_at = proposal.run.started_at;
+  return match;
+}
+
+void check_commit_target(const std::optional<StoredRun>& stored, const ValidProposal& proposal,
+                         std::int64_t expected_checkpoint_seq, const Token& claim_token) {
+  if (!stored)
+    fail(Reason::not_found,
+         "run " + proposal.run.id + " does not exist or is not visible in this scope");
+  check_fence(*stored, expected_checkpoint_seq, claim_token);
+  check_identity(*stored, proposal.run, Reason::invalid_commit);
 }
 
 ScheduleEffect schedule_effect(ScheduleKind schedule, Micros now, std::optional<Micros> wake_at,
@@ -67,12 +88,15 @@ ScheduleEffect schedule_effect(ScheduleKind schedule, Micros now, std::optional<
       effect.due_now = wake_at && *wake_at <= now;
       break;
     case ScheduleKind::external:
-    case ScheduleKind::terminal: break;
+    case ScheduleKind::terminal:
+      break;
   }
   return effect;
 }
 
-Micros refreshed_claimed_at(Micros stored, Micros now) noexcept { return std::max(stored, now); }
+Micros refreshed_claimed_at(Micros stored, Micros now) noexcept {
+  return std::max(stored, now);
+}
 
 std::string token_text(const Token& token) {
   static constexpr char kHex[] = "0123456789abcdef";

@@ -55,12 +55,32 @@ void check_fence(const StoredRun& stored, std::int64_t expected_checkpoint_seq,
 // Raises `reason`.
 void check_identity(const StoredRun& stored, const RunDoc& run, Reason reason);
 
+// What a commit's fenced update matches the stored row on (besides the scope):
+// exactly the facts steps 3 and 4 judge, so a row it matches passes them, and a
+// commit that matched nothing is judged by check_commit_target.
+struct CommitMatch {
+  std::string run_id;
+  std::int64_t checkpoint_seq = 0;  // the stored sequence, i.e. expected_checkpoint_seq
+  Token claim_token{};
+  std::string graph_id;
+  std::string graph_hash;
+  Micros started_at = 0;
+};
+CommitMatch commit_match(const ValidProposal& proposal, std::int64_t expected_checkpoint_seq,
+                         const Token& claim_token);
+
+// Steps 2 to 4 against the run as stored now (nullopt: no run with that id is
+// visible in the scope): not_found, then stale_fence, then invalid_commit for
+// identity. Returns normally only when the commit may apply.
+void check_commit_target(const std::optional<StoredRun>& stored, const ValidProposal& proposal,
+                         std::int64_t expected_checkpoint_seq, const Token& claim_token);
+
 // The claim and wake columns after a transition with this schedule.
 struct ScheduleEffect {
-  bool keep_claim = false;            // retain_claim keeps the token
-  std::optional<Micros> claimed_at;   // set only when the claim is kept
+  bool keep_claim = false;           // retain_claim keeps the token
+  std::optional<Micros> claimed_at;  // set only when the claim is kept
   std::optional<Micros> wake_at;
-  bool due_now = false;               // the run became claimable at `now`
+  bool due_now = false;  // the run became claimable at `now`
 };
 
 // `now` is the store's clock (docket.now()); a kept claim's time never moves

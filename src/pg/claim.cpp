@@ -14,55 +14,49 @@ namespace docket::pg {
 
 namespace {
 
-// Candidate scans, one per class, each with and without a queue. The WHERE
-// clauses repeat the partial index predicates of runs_ready(_queue) and
-// runs_claimed(_queue) word for word so the planner can use them, and the
-// ORDER BY is the index order; sql/plans_claim.sql pins these plans.
-// Columns: run_id, eligible column (wake_at or claimed_at), claim_attempts.
-// run_id ties order bytewise (COLLATE "C", as the indexes): the core merges the
-// two classes with the same byte order, whatever the database's collation.
+// The candidate scan: both classes in one statement, each its own subquery
+// with its own LIMIT and row locks (ready first, then expired), with and
+// without a queue. The WHERE clauses repeat the partial index predicates of
+// runs_ready(_queue) and runs_claimed word for word so the planner can use
+// them, and each ORDER BY is its index order; sql/plans_claim.sql pins these
+// plans. Columns: expired?, run_id, eligible column (wake_at or claimed_at),
+// claim_attempts. run_id ties order bytewise (COLLATE "C", as the indexes):
+// the core merges the two classes with the same byte order, whatever the
+// database's collation. $1 is now, $3 the expiry cutoff (claimed_at < cutoff
+// means now - claimed_at > ttl).
 //
-// The queue variants say `queue = ANY(ARRAY[$3]) ... ORDER BY queue, ...`
-// rather than `queue = $3`: a plain equality makes the queue sort key
+// The ready queue subquery says `queue = ANY(ARRAY[$4]) ... ORDER BY queue, ...`
+// rather than `queue = $4`: a plain equality makes the queue sort key
 // redundant, and the generic plan then prefers walking the queue-less index
 // (heap-correlated) with a queue filter, which reads every due run of every
 // other queue first. An array condition keeps the key, and only the queue
-// index delivers that order without a sort.
-Statement ready_statement{
-    "SELECT run_id, wake_at, claim_attempts FROM docket.runs"
-    " WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL"
+// index delivers that order without a sort. The expired class has one index:
+// its range holds only expired claims (never the claims in flight), and the
+// queue, its last column, is checked in the index.
+Statement candidates_statement{
+    "SELECT false, run_id, wake_at, claim_attempts FROM (SELECT run_id, wake_at, claim_attempts"
+    " FROM docket.runs WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL"
     " AND wake_at IS NOT NULL AND wake_at <= $1"
-    " ORDER BY wake_at, run_id COLLATE \"C\" LIMIT $2 FOR UPDATE SKIP LOCKED",
-    2,
-    {TIMESTAMPTZOID, INT8OID},
-    nullptr};
-
-Statement ready_queue_statement{
-    "SELECT run_id, wake_at, claim_attempts FROM docket.runs"
-    " WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL"
-    " AND wake_at IS NOT NULL AND queue = ANY(ARRAY[$3]) AND wake_at <= $1"
-    " ORDER BY queue, wake_at, run_id COLLATE \"C\" LIMIT $2 FOR UPDATE SKIP LOCKED",
+    " ORDER BY wake_at, run_id COLLATE \"C\" LIMIT $2 FOR UPDATE SKIP LOCKED) AS ready"
+    " UNION ALL SELECT true, run_id, claimed_at, claim_attempts FROM (SELECT run_id, claimed_at,"
+    " claim_attempts FROM docket.runs WHERE status = 'running' AND poisoned_at IS NULL"
+    " AND claim_token IS NOT NULL AND claimed_at < $3"
+    " ORDER BY claimed_at, run_id COLLATE \"C\" LIMIT $2 FOR UPDATE SKIP LOCKED) AS expired",
     3,
-    {TIMESTAMPTZOID, INT8OID, TEXTOID},
+    {TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID},
     nullptr};
 
-// $1 is the expiry cutoff: claimed_at < cutoff means now - claimed_at > ttl.
-Statement expired_statement{
-    "SELECT run_id, claimed_at, claim_attempts FROM docket.runs"
-    " WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NOT NULL"
-    " AND claimed_at < $1"
-    " ORDER BY claimed_at, run_id COLLATE \"C\" LIMIT $2 FOR UPDATE SKIP LOCKED",
-    2,
-    {TIMESTAMPTZOID, INT8OID},
-    nullptr};
-
-Statement expired_queue_statement{
-    "SELECT run_id, claimed_at, claim_attempts FROM docket.runs"
-    " WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NOT NULL"
-    " AND queue = ANY(ARRAY[$3]) AND claimed_at < $1"
-    " ORDER BY queue, claimed_at, run_id COLLATE \"C\" LIMIT $2 FOR UPDATE SKIP LOCKED",
-    3,
-    {TIMESTAMPTZOID, INT8OID, TEXTOID},
+Statement candidates_queue_statement{
+    "SELECT false, run_id, wake_at, claim_attempts FROM (SELECT run_id, wake_at, claim_attempts"
+    " FROM docket.runs WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL"
+    " AND wake_at IS NOT NULL AND queue = ANY(ARRAY[$4]) AND wake_at <= $1"
+    " ORDER BY queue, wake_at, run_id COLLATE \"C\" LIMIT $2 FOR UPDATE SKIP LOCKED) AS ready"
+    " UNION ALL SELECT true, run_id, claimed_at, claim_attempts FROM (SELECT run_id, claimed_at,"
+    " claim_attempts FROM docket.runs WHERE status = 'running' AND poisoned_at IS NULL"
+    " AND claim_token IS NOT NULL AND claimed_at < $3 AND queue = $4"
+    " ORDER BY claimed_at, run_id COLLATE \"C\" LIMIT $2 FOR UPDATE SKIP LOCKED) AS expired",
+    4,
+    {TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, TEXTOID},
     nullptr};
 
 // Both updates touch only rows this transaction has just locked, by primary
@@ -149,25 +143,51 @@ ClaimArgs claim_args(FunctionCallInfo fcinfo) {
   return args;
 }
 
-// Runs one candidate scan and reads its rows; `ttl_ms` turns the eligible
-// column into the eligibility time (0 for ready, the TTL for expired).
-std::vector<Candidate> scan(Statement& plain, Statement& by_queue, Micros bound,
-                            const ClaimArgs& args, std::int64_t ttl_ms) {
-  Datum values[3] = {TimestampTzGetDatum(bound), Int64GetDatum(args.policy.limit), Datum(0)};
+// Prepares the candidate scan for its generic plan, the one
+// sql/plans_claim.sql pins. Left to the plan cache, it was planned again on
+// every call (with LIMIT unknown, the generic plan's estimate looks dearer than
+// a custom plan's), which cost about as much as the scan itself.
+void prepare_generic(Statement& statement) {
+  if (statement.plan != nullptr) return;
+  statement.plan = call([&] {
+    SPIPlanPtr plan = SPI_prepare_cursor(statement.sql, statement.nargs, statement.types,
+                                         CURSOR_OPT_GENERIC_PLAN);
+    if (plan == nullptr)
+      elog(ERROR, "docket: SPI_prepare_cursor failed (%s): %s", SPI_result_code_string(SPI_result),
+           statement.sql);
+    if (SPI_keepplan(plan) != 0) elog(ERROR, "docket: SPI_keepplan failed");
+    return plan;
+  });
+}
+
+struct Candidates {
+  std::vector<Candidate> ready;
+  std::vector<Candidate> expired;
+};
+
+// Runs the candidate scan and reads its rows; an expired candidate's eligible
+// time is its claimed_at plus the TTL.
+Candidates scan(const ClaimArgs& args) {
+  const ClaimPolicy& policy = args.policy;
+  Datum values[4] = {TimestampTzGetDatum(policy.now), Int64GetDatum(policy.limit),
+                     TimestampTzGetDatum(expiry_cutoff(policy)), Datum(0)};
   const bool queued = args.queue.has_value();
-  if (queued) values[2] = text_datum(*args.queue);
-  const std::uint64_t rows = spi_execute(queued ? by_queue : plain, values, nullptr);
-  std::vector<Candidate> candidates;
-  candidates.reserve(rows);
+  if (queued) values[3] = text_datum(*args.queue);
+  Statement& statement = queued ? candidates_queue_statement : candidates_statement;
+  prepare_generic(statement);
+  const std::uint64_t rows = spi_execute(statement, values, nullptr);
+  Candidates out;
   for (std::uint64_t row = 0; row < rows; ++row) {
     bool isnull = false;
+    const bool expired = DatumGetBool(spi_value(row, 1, &isnull));
     Candidate c;
-    c.run_id = text_value(spi_value(row, 1, &isnull));
-    c.eligible_at = add_millis(DatumGetTimestampTz(spi_value(row, 2, &isnull)), ttl_ms);
-    c.claim_attempts = DatumGetInt32(spi_value(row, 3, &isnull));
-    candidates.push_back(std::move(c));
+    c.run_id = text_value(spi_value(row, 2, &isnull));
+    c.eligible_at = add_millis(DatumGetTimestampTz(spi_value(row, 3, &isnull)),
+                               expired ? policy.orphan_ttl_ms : 0);
+    c.claim_attempts = DatumGetInt32(spi_value(row, 4, &isnull));
+    (expired ? out.expired : out.ready).push_back(std::move(c));
   }
-  return candidates;
+  return out;
 }
 
 Datum text_array(const std::vector<std::string>& texts) {
@@ -228,10 +248,9 @@ Datum claim_due(FunctionCallInfo fcinfo) {
   const Datum poisoned_text = text_datum("poisoned");
 
   spi_connect();
-  const std::vector<Candidate> ready =
-      scan(ready_statement, ready_queue_statement, policy.now, args, 0);
-  const std::vector<Candidate> expired = scan(expired_statement, expired_queue_statement,
-                                              expiry_cutoff(policy), args, policy.orphan_ttl_ms);
+  const Candidates candidates = scan(args);
+  const std::vector<Candidate>& ready = candidates.ready;
+  const std::vector<Candidate>& expired = candidates.expired;
   const std::vector<Pick> picks = select_candidates(ready, expired, policy);
 
   std::vector<std::string> lease_ids;

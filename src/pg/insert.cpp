@@ -13,12 +13,18 @@ Statement graph_saved{"SELECT 1 FROM docket.graphs WHERE graph_id = $1 AND graph
                       nullptr};
 
 // Tenant identity comes from $2 (the owner scope), never from the document.
+// The run's immutable head (what list_runs reads, and where the immutable
+// columns are checked) is written from the same parameters by the same
+// statement, so a run never exists without it; a taken id inserts neither.
 Statement insert_statement{
-    "INSERT INTO docket.runs (run_id, tenant_id, queue, graph_id, graph_hash, status,"
-    " checkpoint_seq, checkpoint_type, started_at, updated_at, document, wake_at,"
+    "WITH run AS (INSERT INTO docket.runs (run_id, tenant_id, queue, graph_id, graph_hash,"
+    " status, checkpoint_seq, checkpoint_type, started_at, updated_at, document, wake_at,"
     " claim_attempts, claim_abandons)"
     " VALUES ($1, $2, $3, $4, $5, $6, $7, 'run_initialized', $8, $9, $10, $11, 0, 0)"
-    " ON CONFLICT (run_id) DO NOTHING RETURNING document",
+    " ON CONFLICT (run_id) DO NOTHING RETURNING document),"
+    " head AS (INSERT INTO docket.run_heads (run_id, tenant_id, queue, graph_id, graph_hash,"
+    " started_at) SELECT $1, $2, $3, $4, $5, $8 FROM run)"
+    " SELECT document FROM run",
     11,
     {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID,
      JSONBOID, TIMESTAMPTZOID},

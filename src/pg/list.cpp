@@ -47,31 +47,31 @@ struct Shape {
 
 constexpr int kShapes = 3 * 2 * 2 * 2 * 2;
 
-// The newest page + 1 rows of one shape; the extra row only tells has_more.
-// With statuses, one index scan per wanted status (each already in page
-// order and stopping after page + 1 rows), merged by a small sort: a single
-// `status = ANY(...)` scan could not return rows in page order.
+// The newest page + 1 rows of one shape: a walk of one docket.run_heads index
+// in page order, with scope and graph filters as its index conditions, each
+// head joined to its run by primary key for the columns that change. A status
+// filter is checked on that joined row: a status index on docket.runs would
+// cost every claim and commit an insertion (see docs/run-store.md, Listing).
+// The extra row only tells has_more.
 std::string rows_sql(const Shape& shape) {
   std::vector<const char*> conditions;
-  if (shape.statuses) conditions.push_back("status = wanted.status");
-  if (shape.scope == Scope::Kind::tenantless) conditions.push_back("tenant_id IS NULL");
-  if (shape.scope == Scope::Kind::tenant) conditions.push_back("tenant_id = $2");
-  if (shape.graph_id) conditions.push_back("graph_id = $5");
-  if (shape.graph_hash) conditions.push_back("graph_hash = $6");
-  if (shape.cursor) conditions.push_back("(started_at, run_id) < ($3, $4)");
+  if (shape.scope == Scope::Kind::tenantless) conditions.push_back("h.tenant_id IS NULL");
+  if (shape.scope == Scope::Kind::tenant) conditions.push_back("h.tenant_id = $2");
+  if (shape.graph_id) conditions.push_back("h.graph_id = $5");
+  if (shape.graph_hash) conditions.push_back("h.graph_hash = $6");
+  if (shape.cursor) conditions.push_back("(h.started_at, h.run_id) < ($3, $4)");
+  if (shape.statuses) conditions.push_back("r.status = ANY($7)");
 
   std::string scan =
-      "SELECT run_id, tenant_id, graph_id, graph_hash, status, checkpoint_seq, started_at,"
-      " updated_at FROM docket.runs";
+      "SELECT h.run_id, h.tenant_id, h.graph_id, h.graph_hash, r.status, r.checkpoint_seq,"
+      " h.started_at, r.updated_at FROM docket.run_heads h"
+      " JOIN docket.runs r ON r.run_id = h.run_id";
   for (std::size_t i = 0; i < conditions.size(); ++i) {
     scan += i == 0 ? " WHERE " : " AND ";
     scan += conditions[i];
   }
-  scan += " ORDER BY started_at DESC, run_id DESC LIMIT $1 + 1";
-  if (!shape.statuses) return scan;
-  return "SELECT found.* FROM (SELECT DISTINCT unnest($7)) AS wanted (status)"
-         " CROSS JOIN LATERAL (" +
-         scan + ") AS found ORDER BY found.started_at DESC, found.run_id DESC LIMIT $1 + 1";
+  scan += " ORDER BY h.started_at DESC, h.run_id DESC LIMIT $1 + 1";
+  return scan;
 }
 
 // The page document around the rows of a shape.

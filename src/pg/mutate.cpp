@@ -67,15 +67,18 @@ void validate_mutation_function(Oid function) {
   const ProcFacts f = proc_facts(function);
   if (!f.found)
     fail(Reason::bad_argument, "mutation function " + std::to_string(function) + " does not exist");
-  const std::string name = "mutation function " + procedure_name(function);
-  if (f.kind != PROKIND_FUNCTION) fail(Reason::bad_argument, name + " is not a plain function");
+  // The name is looked up only for a message: a valid function costs no lookup.
+  auto reject = [&](const char* why) {
+    fail(Reason::bad_argument, "mutation function " + procedure_name(function) + why);
+  };
+  if (f.kind != PROKIND_FUNCTION) reject(" is not a plain function");
   if (f.nargs != 2 || f.arg_types[0] != JSONBOID || f.arg_types[1] != JSONBOID)
-    fail(Reason::bad_argument, name + " must take exactly (jsonb, jsonb)");
-  if (f.returns_set) fail(Reason::bad_argument, name + " must not return a set");
+    reject(" must take exactly (jsonb, jsonb)");
+  if (f.returns_set) reject(" must not return a set");
   if (f.decision_type == InvalidOid || f.return_type != f.decision_type)
-    fail(Reason::bad_argument, name + " must return docket.mutation_decision");
+    reject(" must return docket.mutation_decision");
   if (f.volatility != PROVOLATILE_IMMUTABLE && f.volatility != PROVOLATILE_STABLE)
-    fail(Reason::bad_argument, name + " must be declared IMMUTABLE or STABLE");
+    reject(" must be declared IMMUTABLE or STABLE");
   call([&] {
     const AclResult acl = pg_proc_aclcheck(function, GetUserId(), ACL_EXECUTE);
     if (acl != ACLCHECK_OK) aclcheck_error(acl, OBJECT_FUNCTION, get_func_name(function));

@@ -1,6 +1,7 @@
 #include "pg/transition.hpp"
 
 #include <stdexcept>
+#include <utility>
 
 #include "pg/datum.hpp"
 #include "pg/notify.hpp"
@@ -38,12 +39,11 @@ std::string text_column(int column) {
 
 }  // namespace
 
-LockedRun lock_run(const Scope& scope, const std::string& run_id) {
+std::optional<LockedRun> try_lock_run(const Scope& scope, const std::string& run_id) {
   const ScopeParams p = scope_params(scope);
   const Datum values[3] = {text_datum(run_id), p.is_system, p.tenant};
   const char nulls[4] = {' ', ' ', p.tenant_null, '\0'};
-  if (spi_execute(lock_statement, values, nulls) == 0)
-    fail(Reason::not_found, "run " + run_id + " does not exist or is not visible in this scope");
+  if (spi_execute(lock_statement, values, nulls) == 0) return std::nullopt;
 
   LockedRun out;
   bool isnull = false;
@@ -63,6 +63,13 @@ LockedRun lock_run(const Scope& scope, const std::string& run_id) {
   out.queue = text_column(10);
   out.document = spi_value(0, 11, &isnull);
   return out;
+}
+
+LockedRun lock_run(const Scope& scope, const std::string& run_id) {
+  std::optional<LockedRun> locked = try_lock_run(scope, run_id);
+  if (!locked)
+    fail(Reason::not_found, "run " + run_id + " does not exist or is not visible in this scope");
+  return std::move(*locked);
 }
 
 Datum apply_transition(const LockedRun& locked, Datum document, const ValidProposal& proposal,

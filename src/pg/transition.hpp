@@ -2,6 +2,7 @@
 // version with a schedule effect.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "core/fence.hpp"
@@ -17,8 +18,11 @@ struct LockedRun {
   Datum document;
 };
 
-// Locks run `run_id` if `scope` can see it; raises not_found otherwise. Needs
-// an open SPI connection.
+// Locks run `run_id` if `scope` can see it; nullopt otherwise. Needs an open
+// SPI connection.
+std::optional<LockedRun> try_lock_run(const Scope& scope, const std::string& run_id);
+
+// try_lock_run, raising not_found for a run the scope cannot see.
 LockedRun lock_run(const Scope& scope, const std::string& run_id);
 
 // Replaces the locked run's document (stored verbatim) and columns, records

@@ -101,7 +101,7 @@ GRANT USAGE ON SCHEMA docket TO docket_tap_nobody;
 -- The grant recipe of docs/run-store.md for a read-only role.
 CREATE ROLE docket_tap_reader NOLOGIN;
 GRANT USAGE ON SCHEMA docket TO docket_tap_reader;
-GRANT SELECT ON docket.runs, docket.run_events, docket.graphs TO docket_tap_reader;
+GRANT SELECT ON docket.runs, docket.run_heads, docket.run_events, docket.graphs TO docket_tap_reader;
 GRANT EXECUTE ON FUNCTION docket.now(), docket.fetch_run(docket.scope, text),
   docket.inspect_run(docket.scope, text),
   docket.list_runs(docket.scope, int, timestamptz, text, text, text, text[]),

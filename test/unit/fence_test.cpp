@@ -282,6 +282,84 @@ TEST(CheckIdentity, StartedAtComparesInstantsNotText) {
   EXPECT_NO_THROW(check_identity(stored(), doc, Reason::invalid_commit));
 }
 
+// The stored run a commit's fenced update would match: every CommitMatch fact.
+StoredRun stored_matching(const CommitMatch& m) {
+  StoredRun s;
+  s.run_id = m.run_id;
+  s.checkpoint_seq = m.checkpoint_seq;
+  s.claim_token = m.claim_token;
+  s.claimed_at = 1000;
+  s.graph_id = m.graph_id;
+  s.graph_hash = m.graph_hash;
+  s.started_at = m.started_at;
+  return s;
+}
+
+TEST(CommitMatch, CarriesTheFenceAndTheProposedIdentity) {
+  const ValidProposal v = validate_commit_proposal(proposal());
+  const CommitMatch m = commit_match(v, 4, token(0xab));
+  EXPECT_EQ(m.run_id, "r-1");
+  EXPECT_EQ(m.checkpoint_seq, 4);
+  EXPECT_EQ(m.claim_token, token(0xab));
+  EXPECT_EQ(m.graph_id, "g");
+  EXPECT_EQ(m.graph_hash, "h1");
+  EXPECT_EQ(m.started_at, *parse_iso8601("2024-05-01T10:00:00Z"));
+}
+
+TEST(CheckCommitTarget, ARowTheUpdateWouldMatchPasses) {
+  // The fast path's WHERE clause and steps 3-4 agree: a matching row is never an error,
+  // whatever else it holds (status, poison, claimed_at).
+  const ValidProposal v = validate_commit_proposal(proposal());
+  StoredRun s = stored_matching(commit_match(v, 4, token(0xab)));
+  EXPECT_NO_THROW(check_commit_target(s, v, 4, token(0xab)));
+  s.status = Status::waiting;
+  s.poisoned = true;
+  s.claimed_at.reset();
+  EXPECT_NO_THROW(check_commit_target(s, v, 4, token(0xab)));
+}
+
+TEST(CheckCommitTarget, EachMatchFactThatDiffersIsItsError) {
+  const ValidProposal v = validate_commit_proposal(proposal());
+  const StoredRun ok = stored_matching(commit_match(v, 4, token(0xab)));
+  StoredRun s = ok;
+  s.checkpoint_seq = 5;
+  expect_error([&] { check_commit_target(s, v, 4, token(0xab)); }, Reason::stale_fence,
+               "checkpoint_seq 5, not 4");
+  s = ok;
+  s.claim_token = token(0x01);
+  expect_error([&] { check_commit_target(s, v, 4, token(0xab)); }, Reason::stale_fence,
+               "not held by this claim token");
+  s = ok;
+  s.claim_token.reset();
+  expect_error([&] { check_commit_target(s, v, 4, token(0xab)); }, Reason::stale_fence,
+               "not held by this claim token");
+  s = ok;
+  s.graph_id = "other";
+  expect_error([&] { check_commit_target(s, v, 4, token(0xab)); }, Reason::invalid_commit,
+               "cannot change graph_id");
+  s = ok;
+  s.graph_hash = "h0";
+  expect_error([&] { check_commit_target(s, v, 4, token(0xab)); }, Reason::invalid_commit,
+               "cannot change graph_hash");
+  s = ok;
+  s.started_at -= 1;
+  expect_error([&] { check_commit_target(s, v, 4, token(0xab)); }, Reason::invalid_commit,
+               "cannot change started_at");
+}
+
+TEST(CheckCommitTarget, OrderIsNotFoundThenFenceThenIdentity) {
+  const ValidProposal v = validate_commit_proposal(proposal());
+  expect_error([&] { check_commit_target(std::nullopt, v, 4, token(0xab)); }, Reason::not_found,
+               "run r-1 does not exist or is not visible in this scope");
+  StoredRun s = stored_matching(commit_match(v, 4, token(0xab)));
+  s.graph_id = "other";
+  s.claim_token = token(0x01);
+  expect_error([&] { check_commit_target(s, v, 4, token(0xab)); }, Reason::stale_fence);
+  s.claim_token = token(0xab);
+  s.checkpoint_seq = 7;
+  expect_error([&] { check_commit_target(s, v, 4, token(0xab)); }, Reason::stale_fence);
+}
+
 TEST(ScheduleEffect, RetainClaimKeepsTheClaimAndMovesItForward) {
   const ScheduleEffect e = schedule_effect(ScheduleKind::retain_claim, 5000, std::nullopt, 1000);
   EXPECT_TRUE(e.keep_claim);
