@@ -56,7 +56,8 @@ unit: build/unit_tests
 	./build/unit_tests
 
 FORMATTED = src/core/*.[ch]pp src/pg/*.[ch]pp test/unit/*.[ch]pp client/include/docket/*.hpp \
-            client/src/*.[ch]pp client/tools/*.cpp client/test/*.[ch]pp examples/cpp/*.cpp
+            client/src/*.[ch]pp client/tools/*.cpp client/test/*.[ch]pp examples/cpp/*.cpp \
+            bench/worker/*.cpp
 
 format:
 	clang-format -i $(wildcard $(FORMATTED))

@@ -10,10 +10,14 @@ namespace {
 
 const char* level_name(LogLevel level) {
   switch (level) {
-    case LogLevel::debug: return "debug";
-    case LogLevel::info: return "info";
-    case LogLevel::warning: return "warning";
-    case LogLevel::error: return "error";
+    case LogLevel::debug:
+      return "debug";
+    case LogLevel::info:
+      return "info";
+    case LogLevel::warning:
+      return "warning";
+    case LogLevel::error:
+      return "error";
   }
   return "?";
 }
@@ -24,8 +28,8 @@ class StderrLogger final : public Logger {
   void log(LogLevel level, std::string_view message) override {
     if (level < min_) return;
     const std::lock_guard<std::mutex> lock(mutex_);
-    std::fprintf(stderr, "docket %s: %.*s\n", level_name(level),
-                 static_cast<int>(message.size()), message.data());
+    std::fprintf(stderr, "docket %s: %.*s\n", level_name(level), static_cast<int>(message.size()),
+                 message.data());
   }
 
  private:
@@ -40,7 +44,11 @@ class NullLogger final : public Logger {
 
 }  // namespace
 
-std::shared_ptr<Logger> stderr_logger(LogLevel min) { return std::make_shared<StderrLogger>(min); }
-std::shared_ptr<Logger> null_logger() { return std::make_shared<NullLogger>(); }
+std::shared_ptr<Logger> stderr_logger(LogLevel min) {
+  return std::make_shared<StderrLogger>(min);
+}
+std::shared_ptr<Logger> null_logger() {
+  return std::make_shared<NullLogger>();
+}
 
 }  // namespace docket

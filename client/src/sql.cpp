@@ -2,7 +2,6 @@
 // and nowhere else.
 #include "docket/sql.hpp"
 
-
 #include "docket/errors.hpp"
 
 namespace docket::sql {
@@ -15,7 +14,8 @@ struct StatementText {
 };
 
 constexpr StatementText kStatements[] = {
-    {"docket_schema_version", "SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'docket'"},
+    {"docket_schema_version",
+     "SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'docket'"},
     {"docket_spawn_task",
      "SELECT run_id, attempt, created FROM docket.spawn_task($1, $2::jsonb, $3, $4::docket.scope, "
      "$5::jsonb)"},
@@ -27,8 +27,7 @@ constexpr StatementText kStatements[] = {
     {"docket_list_runs",
      "SELECT docket.list_runs($1::docket.scope, $2::int, $3::timestamptz, $4, $5, $6, "
      "$7::text[])::text"},
-    {"docket_retry_poisoned_run",
-     "SELECT docket.retry_poisoned_run($1::docket.scope, $2)::text"},
+    {"docket_retry_poisoned_run", "SELECT docket.retry_poisoned_run($1::docket.scope, $2)::text"},
     {"docket_poisoned_runs",
      "SELECT pg_catalog.jsonb_build_object('run_id', run_id, 'tenant_id', tenant_id, 'queue', "
      "queue, 'graph_id', graph_id, 'poisoned_at', poisoned_at, 'poison_reason', "
@@ -54,10 +53,8 @@ constexpr StatementText kStatements[] = {
     {"docket_claim_tasks",
      "SELECT run_id, claim_token::text, task_name, params::text, headers::text, attempt, "
      "checkpoint_seq, wake_reason FROM docket.claim_tasks($1, $2::int, $3::bigint, $4::int)"},
-    {"docket_step_states",
-     "SELECT step_name, value::text FROM docket.step_states($1, $2::uuid)"},
-    {"docket_complete_step",
-     "SELECT docket.complete_step($1, $2::uuid, $3, $4::jsonb)::text"},
+    {"docket_step_states", "SELECT step_name, value::text FROM docket.step_states($1, $2::uuid)"},
+    {"docket_complete_step", "SELECT docket.complete_step($1, $2::uuid, $3, $4::jsonb)::text"},
     {"docket_heartbeat", "SELECT docket.heartbeat($1, $2::uuid)"},
     {"docket_sleep_until",
      "SELECT status, resume_at::text FROM docket.sleep_until($1, $2::uuid, $3, $4::timestamptz)"},
@@ -143,7 +140,8 @@ void rethrow_mapped(bool mutating) {
   } catch (const pqxx::statement_completion_unknown& e) {
     throw Ambiguous("", std::string("statement outcome unknown: ") + e.what());
   } catch (const pqxx::broken_connection& e) {
-    if (mutating) throw Ambiguous("", std::string("connection lost during a mutating call: ") + e.what());
+    if (mutating)
+      throw Ambiguous("", std::string("connection lost during a mutating call: ") + e.what());
     throw ConnectionLost("", e.what());
   } catch (const pqxx::sql_error& e) {
     throw_for_sqlstate(e.sqlstate(), primary_message(e.what()), mutating);
@@ -162,9 +160,9 @@ void require_supported_schema(pqxx::transaction_base& tx) {
                                  kSupportedSchemaVersion + ")");
 }
 
-SpawnResult spawn_task(pqxx::transaction_base& tx, const std::string& task_name,
-                       const Json& params, const std::string& queue,
-                       const std::string& owner_scope, const Json& options) {
+SpawnResult spawn_task(pqxx::transaction_base& tx, const std::string& task_name, const Json& params,
+                       const std::string& queue, const std::string& owner_scope,
+                       const Json& options) {
   const pqxx::row row = tx.exec_prepared1("docket_spawn_task", task_name, params.dump(), queue,
                                           owner_scope, options.dump());
   return SpawnResult{row[0].as<std::string>(), row[1].as<int>(), row[2].as<bool>()};
@@ -211,10 +209,10 @@ Json list_runs(pqxx::transaction_base& tx, const std::string& scope, const ListQ
     }
     statuses = array + "}";
   }
-  const pqxx::row row = tx.exec_prepared1(
-      "docket_list_runs", scope, query.page_limit, or_null(query.before_started_at),
-      or_null(query.before_run_id), or_null(query.graph_id), or_null(query.graph_hash),
-      or_null(statuses));
+  const pqxx::row row =
+      tx.exec_prepared1("docket_list_runs", scope, query.page_limit,
+                        or_null(query.before_started_at), or_null(query.before_run_id),
+                        or_null(query.graph_id), or_null(query.graph_hash), or_null(statuses));
   return parse_json(row[0]);
 }
 
@@ -265,8 +263,8 @@ std::map<std::string, Json> step_states(pqxx::transaction_base& tx, const std::s
   return out;
 }
 
-Json complete_step(pqxx::transaction_base& tx, const std::string& run_id,
-                   const std::string& token, const std::string& step_name, const Json& value) {
+Json complete_step(pqxx::transaction_base& tx, const std::string& run_id, const std::string& token,
+                   const std::string& step_name, const Json& value) {
   return parse_json(
       tx.exec_prepared1("docket_complete_step", run_id, token, step_name, value.dump())[0]);
 }
@@ -309,12 +307,11 @@ Suspension await_event(pqxx::transaction_base& tx, const std::string& run_id,
 Suspension await_task(pqxx::transaction_base& tx, const std::string& run_id,
                       const std::string& token, const std::string& step_name,
                       const std::string& child_run_id) {
-  return suspension(
-      tx.exec_prepared1("docket_await_task", run_id, token, step_name, child_run_id));
+  return suspension(tx.exec_prepared1("docket_await_task", run_id, token, step_name, child_run_id));
 }
 
-void complete_task(pqxx::transaction_base& tx, const std::string& run_id,
-                   const std::string& token, const Json& result) {
+void complete_task(pqxx::transaction_base& tx, const std::string& run_id, const std::string& token,
+                   const Json& result) {
   tx.exec_prepared("docket_complete_task", run_id, token, result.dump());
 }
 

@@ -14,7 +14,9 @@ TaskCatalog::Builder& TaskCatalog::Builder::add(const std::string& task_name, Ha
   return *this;
 }
 
-TaskCatalog TaskCatalog::Builder::build() { return TaskCatalog(std::move(handlers_)); }
+TaskCatalog TaskCatalog::Builder::build() {
+  return TaskCatalog(std::move(handlers_));
+}
 
 TaskCatalog::TaskCatalog(std::map<std::string, Handler> handlers)
     : handlers_(std::make_shared<const std::map<std::string, Handler>>(std::move(handlers))) {}
@@ -30,6 +32,8 @@ std::vector<std::string> TaskCatalog::names() const {
   return out;
 }
 
-bool TaskCatalog::empty() const { return handlers_->empty(); }
+bool TaskCatalog::empty() const {
+  return handlers_->empty();
+}
 
 }  // namespace docket

@@ -194,11 +194,12 @@ int run(const Args& args) {
       docket::SpawnOptions options;
       options.owner_scope = args.scope;
       if (args.queue) options.queue = *args.queue;
-      const docket::Json params =
-          args.positional.size() > 3 ? docket::Json::parse(args.positional[3])
-                                     : docket::Json::object();
+      const docket::Json params = args.positional.size() > 3
+                                      ? docket::Json::parse(args.positional[3])
+                                      : docket::Json::object();
       const std::string& name = arg(args, 2, "NAME");
-      docket::Json extra = args.options ? docket::Json::parse(*args.options) : docket::Json::object();
+      docket::Json extra =
+          args.options ? docket::Json::parse(*args.options) : docket::Json::object();
       // Options given as JSON go straight to spawn_task, so every option is reachable.
       pqxx::work tx(connection);
       const docket::SpawnResult r = [&] {
@@ -210,7 +211,8 @@ int run(const Args& args) {
         }
       }();
       tx.commit();
-      const docket::Json out = {{"run_id", r.run_id}, {"attempt", r.attempt}, {"created", r.created}};
+      const docket::Json out = {
+          {"run_id", r.run_id}, {"attempt", r.attempt}, {"created", r.created}};
       emit(out, [&] { print_object(out); });
       return 0;
     }
@@ -258,11 +260,19 @@ int run(const Args& args) {
     }
     if (verb == "retry") {
       const std::string& run_id = arg(args, 2, "RUN_ID");
-      const docket::Json run = docket::sql::in_transaction(
-          connection, true, [&](pqxx::transaction_base& tx) {
-            return docket::sql::retry_poisoned_run(tx, args.scope, run_id);
+      // Read just before the recovery, in its transaction, so the message says
+      // whether there was anything to recover.
+      const docket::Json out =
+          docket::sql::in_transaction(connection, true, [&](pqxx::transaction_base& tx) {
+            const auto before = docket::sql::inspect_run(tx, args.scope, run_id);
+            docket::sql::retry_poisoned_run(tx, args.scope, run_id);
+            const bool was_poisoned = before && !(*before)["poisoned_at"].is_null();
+            return docket::Json{{"run_id", run_id}, {"recovered", was_poisoned}};
           });
-      emit(run, [&] { std::cout << "recovered " << run_id << ": due now\n"; });
+      emit(out, [&] {
+        std::cout << (out["recovered"].get<bool>() ? "recovered " : "not poisoned, unchanged: ")
+                  << run_id << (out["recovered"].get<bool>() ? ": due now\n" : "\n");
+      });
       return 0;
     }
   } else if (group == "stats") {

@@ -16,8 +16,8 @@ void validate_abandon_policy(const AbandonPolicy& policy) {
     fail(Reason::bad_argument, "retry_at must be a finite timestamp");
   if (policy.retry_at < policy.now) fail(Reason::bad_argument, "retry_at must not precede now");
   if (policy.max_claim_abandons < 1)
-    fail(Reason::bad_argument, "max_claim_abandons must be > 0, got " +
-                                   std::to_string(policy.max_claim_abandons));
+    fail(Reason::bad_argument,
+         "max_claim_abandons must be > 0, got " + std::to_string(policy.max_claim_abandons));
   if (policy.backoff_base_ms.has_value() != policy.backoff_cap_ms.has_value())
     fail(Reason::bad_argument, "backoff_base_ms and backoff_cap_ms go together: both or neither");
   if (policy.backoff_base_ms && (*policy.backoff_base_ms <= 0 || *policy.backoff_cap_ms <= 0))
@@ -40,11 +40,11 @@ AbandonDecision decide_abandon(int claim_attempts, int claim_abandons,
     return d;
   }
   d.kind = AbandonDecision::Kind::rescheduled;
-  d.wake_at = policy.backoff_base_ms
-                  ? add_millis(policy.now, abandon_backoff_ms(*policy.backoff_base_ms,
-                                                               *policy.backoff_cap_ms,
-                                                               claim_abandons))
-                  : policy.retry_at;
+  d.wake_at =
+      policy.backoff_base_ms
+          ? add_millis(policy.now, abandon_backoff_ms(*policy.backoff_base_ms,
+                                                      *policy.backoff_cap_ms, claim_abandons))
+          : policy.retry_at;
   d.due_now = *d.wake_at <= policy.now;
   return d;
 }

@@ -26,8 +26,8 @@ void validate_abandon_policy(const AbandonPolicy& policy);
 struct AbandonDecision {
   enum class Kind { rescheduled, poisoned };
   Kind kind = Kind::rescheduled;
-  int claim_attempts = 0;  // after handing the acquisition back
-  int claim_abandons = 0;  // after counting this abandon
+  int claim_attempts = 0;         // after handing the acquisition back
+  int claim_abandons = 0;         // after counting this abandon
   std::optional<Micros> wake_at;  // set when rescheduled
   bool due_now = false;
 };

@@ -22,8 +22,8 @@ void validate_claim_policy(const ClaimPolicy& policy) {
     fail(Reason::bad_argument,
          "orphan_ttl_ms must be >= 0, got " + std::to_string(policy.orphan_ttl_ms));
   if (policy.max_claim_attempts < 1)
-    fail(Reason::bad_argument, "max_claim_attempts must be >= 1, got " +
-                                   std::to_string(policy.max_claim_attempts));
+    fail(Reason::bad_argument,
+         "max_claim_attempts must be >= 1, got " + std::to_string(policy.max_claim_attempts));
 }
 
 Micros expiry_cutoff(const ClaimPolicy& policy) noexcept {

@@ -7,8 +7,8 @@ MutationKind parse_mutation_kind(const MutationDecision& decision) {
   if (*decision.decision == "commit") return MutationKind::commit;
   if (*decision.decision == "no_change") return MutationKind::no_change;
   if (*decision.decision == "error") return MutationKind::error;
-  fail(Reason::invalid_mutation, "decision \"" + *decision.decision +
-                                     "\" is not one of commit, no_change, error");
+  fail(Reason::invalid_mutation,
+       "decision \"" + *decision.decision + "\" is not one of commit, no_change, error");
 }
 
 ValidProposal validate_mutation_commit(const MutationDecision& d, const StoredRun& current) {
@@ -17,8 +17,8 @@ ValidProposal validate_mutation_commit(const MutationDecision& d, const StoredRu
   ValidProposal out;
   out.run = validate_run_fields(d.run, r);
   if (out.run.id != current.run_id)
-    fail(r, "a commit decision for run " + current.run_id + " proposes run id \"" + out.run.id +
-                "\"");
+    fail(r,
+         "a commit decision for run " + current.run_id + " proposes run id \"" + out.run.id + "\"");
   if (current.checkpoint_seq == INT64_MAX || out.run.checkpoint_seq != current.checkpoint_seq + 1)
     fail(r, "run " + current.run_id + " proposes checkpoint_seq " +
                 std::to_string(out.run.checkpoint_seq) + ", expected exactly " +

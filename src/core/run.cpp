@@ -13,11 +13,16 @@ std::optional<Status> parse_status(std::string_view text) noexcept {
 
 const char* status_name(Status status) noexcept {
   switch (status) {
-    case Status::running: return "running";
-    case Status::waiting: return "waiting";
-    case Status::completed: return "completed";
-    case Status::failed: return "failed";
-    case Status::cancelled: return "cancelled";
+    case Status::running:
+      return "running";
+    case Status::waiting:
+      return "waiting";
+    case Status::completed:
+      return "completed";
+    case Status::failed:
+      return "failed";
+    case Status::cancelled:
+      return "cancelled";
   }
   return "unknown";
 }
@@ -37,19 +42,23 @@ std::optional<ScheduleKind> parse_schedule(std::string_view text) noexcept {
 
 const char* schedule_name(ScheduleKind kind) noexcept {
   switch (kind) {
-    case ScheduleKind::retain_claim: return "retain_claim";
-    case ScheduleKind::immediate: return "immediate";
-    case ScheduleKind::at: return "at";
-    case ScheduleKind::external: return "external";
-    case ScheduleKind::terminal: return "terminal";
+    case ScheduleKind::retain_claim:
+      return "retain_claim";
+    case ScheduleKind::immediate:
+      return "immediate";
+    case ScheduleKind::at:
+      return "at";
+    case ScheduleKind::external:
+      return "external";
+    case ScheduleKind::terminal:
+      return "terminal";
   }
   return "unknown";
 }
 
 namespace {
 
-const std::string& required_text(const Field<std::string>& field, const char* name,
-                                 Reason reason) {
+const std::string& required_text(const Field<std::string>& field, const char* name, Reason reason) {
   if (field.state == Field<std::string>::State::missing)
     fail(reason, std::string("run document has no \"") + name + "\"");
   if (!field.ok()) fail(reason, std::string("run \"") + name + "\" must be a string");
@@ -75,15 +84,13 @@ RunDoc validate_run_fields(const RunFields& fields, Reason reason) {
   doc.graph_id = required_text(fields.graph_id, "graph_id", reason);
   doc.graph_hash = required_text(fields.graph_hash, "graph_hash", reason);
   const std::string& status = required_text(fields.status, "status", reason);
-  if (status == "created")
-    fail(reason, "run status \"created\" is transient and is never stored");
+  if (status == "created") fail(reason, "run status \"created\" is transient and is never stored");
   const std::optional<Status> parsed = parse_status(status);
   if (!parsed) fail(reason, "run status \"" + status + "\" is not a durable status");
   doc.status = *parsed;
   if (fields.checkpoint_seq.state == Field<std::int64_t>::State::missing)
     fail(reason, "run document has no \"checkpoint_seq\"");
-  if (!fields.checkpoint_seq.ok())
-    fail(reason, "run \"checkpoint_seq\" must be an integer");
+  if (!fields.checkpoint_seq.ok()) fail(reason, "run \"checkpoint_seq\" must be an integer");
   if (fields.checkpoint_seq.value < 0) fail(reason, "run \"checkpoint_seq\" must be >= 0");
   doc.checkpoint_seq = fields.checkpoint_seq.value;
   doc.started_at = required_time(fields.started_at, "started_at", reason);
@@ -96,18 +103,23 @@ void validate_schedule(ScheduleKind schedule, Status status, bool has_wake_at, b
                        Reason reason) {
   if (schedule == ScheduleKind::retain_claim && !allow_retain)
     fail(reason, "retain_claim is not a release schedule; a mutation always releases the claim");
-  if (schedule == ScheduleKind::at && !has_wake_at)
-    fail(reason, "schedule \"at\" needs a wake_at");
+  if (schedule == ScheduleKind::at && !has_wake_at) fail(reason, "schedule \"at\" needs a wake_at");
   if (schedule != ScheduleKind::at && has_wake_at)
-    fail(reason, std::string("wake_at must be NULL for schedule \"") + schedule_name(schedule) +
-                     "\"");
+    fail(reason,
+         std::string("wake_at must be NULL for schedule \"") + schedule_name(schedule) + "\"");
   bool ok = false;
   switch (schedule) {
     case ScheduleKind::retain_claim:
     case ScheduleKind::immediate:
-    case ScheduleKind::at: ok = status == Status::running; break;
-    case ScheduleKind::external: ok = status == Status::waiting; break;
-    case ScheduleKind::terminal: ok = is_terminal(status); break;
+    case ScheduleKind::at:
+      ok = status == Status::running;
+      break;
+    case ScheduleKind::external:
+      ok = status == Status::waiting;
+      break;
+    case ScheduleKind::terminal:
+      ok = is_terminal(status);
+      break;
   }
   if (!ok)
     fail(reason, std::string("schedule \"") + schedule_name(schedule) +

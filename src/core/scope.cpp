@@ -10,8 +10,8 @@ Scope parse_scope(std::string_view text) {
   if (text == "tenantless") return Scope{Scope::Kind::tenantless, {}};
   if (text.size() > kTenantPrefix.size() && text.substr(0, kTenantPrefix.size()) == kTenantPrefix)
     return Scope{Scope::Kind::tenant, std::string(text.substr(kTenantPrefix.size()))};
-  fail(Reason::bad_argument, "scope \"" + std::string(text) +
-                                 "\" is not 'system', 'tenantless' or 'tenant:<id>'");
+  fail(Reason::bad_argument,
+       "scope \"" + std::string(text) + "\" is not 'system', 'tenantless' or 'tenant:<id>'");
 }
 
 Scope parse_owner_scope(std::string_view text) {

@@ -18,28 +18,56 @@ class Error : public std::runtime_error {
   std::string sqlstate_;
 };
 
-class StaleFence : public Error { using Error::Error; };       // DK001
-class InvalidCommit : public Error { using Error::Error; };    // DK002
-class NotFound : public Error { using Error::Error; };         // DK003
-class InactiveRun : public Error { using Error::Error; };      // DK004
-class InvalidMutation : public Error { using Error::Error; };  // DK005
-class GraphConflict : public Error { using Error::Error; };    // DK006
-class InvalidRun : public Error { using Error::Error; };       // DK007
-class Cancelled : public Error { using Error::Error; };        // DK010
-class BadArgument : public Error { using Error::Error; };      // 22023
-class DuplicateRun : public Error { using Error::Error; };     // 23505
+class StaleFence : public Error {
+  using Error::Error;
+};  // DK001
+class InvalidCommit : public Error {
+  using Error::Error;
+};  // DK002
+class NotFound : public Error {
+  using Error::Error;
+};  // DK003
+class InactiveRun : public Error {
+  using Error::Error;
+};  // DK004
+class InvalidMutation : public Error {
+  using Error::Error;
+};  // DK005
+class GraphConflict : public Error {
+  using Error::Error;
+};  // DK006
+class InvalidRun : public Error {
+  using Error::Error;
+};  // DK007
+class Cancelled : public Error {
+  using Error::Error;
+};  // DK010
+class BadArgument : public Error {
+  using Error::Error;
+};  // 22023
+class DuplicateRun : public Error {
+  using Error::Error;
+};  // 23505
 
 // The connection was lost while a mutating call was in flight: it may or may not
 // have committed. The client never guesses; callers re-read the state.
-class Ambiguous : public Error { using Error::Error; };
+class Ambiguous : public Error {
+  using Error::Error;
+};
 
 // The connection was lost during a read, or could not be opened: nothing changed.
-class ConnectionLost : public Error { using Error::Error; };
+class ConnectionLost : public Error {
+  using Error::Error;
+};
 
 // The installed extension's version is not one this client supports.
-class SchemaMismatch : public Error { using Error::Error; };
+class SchemaMismatch : public Error {
+  using Error::Error;
+};
 
 // Any other server error, with its SQLSTATE.
-class ServerError : public Error { using Error::Error; };
+class ServerError : public Error {
+  using Error::Error;
+};
 
 }  // namespace docket

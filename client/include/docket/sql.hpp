@@ -42,9 +42,9 @@ struct SpawnResult {
   int attempt = 0;
   bool created = false;
 };
-SpawnResult spawn_task(pqxx::transaction_base& tx, const std::string& task_name,
-                       const Json& params, const std::string& queue,
-                       const std::string& owner_scope, const Json& options);
+SpawnResult spawn_task(pqxx::transaction_base& tx, const std::string& task_name, const Json& params,
+                       const std::string& queue, const std::string& owner_scope,
+                       const Json& options);
 bool emit_event(pqxx::transaction_base& tx, const std::string& event_name, const Json& payload,
                 const std::string& owner_scope);
 bool cancel_task(pqxx::transaction_base& tx, const std::string& scope, const std::string& run_id,
@@ -87,8 +87,8 @@ std::vector<ClaimedTask> claim_tasks(pqxx::transaction_base& tx, const std::stri
                                      int max_claim_attempts);
 std::map<std::string, Json> step_states(pqxx::transaction_base& tx, const std::string& run_id,
                                         const std::string& token);
-Json complete_step(pqxx::transaction_base& tx, const std::string& run_id,
-                   const std::string& token, const std::string& step_name, const Json& value);
+Json complete_step(pqxx::transaction_base& tx, const std::string& run_id, const std::string& token,
+                   const std::string& step_name, const Json& value);
 void heartbeat(pqxx::transaction_base& tx, const std::string& run_id, const std::string& token);
 struct Suspension {
   bool suspended = false;  // true: the task was suspended, unwind the handler
@@ -109,8 +109,8 @@ Suspension await_event(pqxx::transaction_base& tx, const std::string& run_id,
 Suspension await_task(pqxx::transaction_base& tx, const std::string& run_id,
                       const std::string& token, const std::string& step_name,
                       const std::string& child_run_id);
-void complete_task(pqxx::transaction_base& tx, const std::string& run_id,
-                   const std::string& token, const Json& result);
+void complete_task(pqxx::transaction_base& tx, const std::string& run_id, const std::string& token,
+                   const Json& result);
 struct FailOutcome {
   std::string disposition;  // retry_scheduled | failed | cancelled
   std::optional<std::string> retry_at;
@@ -119,8 +119,7 @@ FailOutcome fail_task(pqxx::transaction_base& tx, const std::string& run_id,
                       const std::string& token, const Json& error);
 std::string defer_task(pqxx::transaction_base& tx, const std::string& run_id,
                        const std::string& token);
-void release_claim(pqxx::transaction_base& tx, const std::string& run_id,
-                   const std::string& token);
+void release_claim(pqxx::transaction_base& tx, const std::string& run_id, const std::string& token);
 
 }  // namespace docket::sql
 
