@@ -39,9 +39,10 @@ override with_llvm = no
 test:
 	bash scripts/test.sh
 
-# The client suites under AddressSanitizer and ThreadSanitizer.
+# The client suites under each sanitizer of SANITIZERS.
+SANITIZERS ?= address thread
 test-sanitize:
-	bash scripts/test_sanitize.sh
+	SANITIZERS="$(SANITIZERS)" bash scripts/test_sanitize.sh
 
 demo:
 	bash scripts/demo.sh

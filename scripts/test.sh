@@ -32,12 +32,15 @@ run_pgtap() {
 }
 suite "pgTAP" run_pgtap
 
+# The client suites run under AddressSanitizer (leaks included) here; `make
+# test-sanitize` adds ThreadSanitizer, so CI covers both without building twice.
 run_client() {
-  cmake -S client -B client/build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null &&
-    cmake --build client/build -j2 &&
-    (cd client/build && ctest --output-on-failure -j1)
+  cmake -S client -B client/build-address -DCMAKE_BUILD_TYPE=Debug -DDOCKET_SANITIZE=address \
+      >/dev/null &&
+    cmake --build client/build-address -j2 --target client_tests crash_worker docketctl &&
+    (cd client/build-address && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j1)
 }
-suite "client (C++ library, worker pool, docketctl; ctest)" run_client
+suite "client (C++ library, worker pool, docketctl; ctest under AddressSanitizer)" run_client
 
 for extra in test/suites/*.sh; do
   [ -e "$extra" ] || continue

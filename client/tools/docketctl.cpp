@@ -261,17 +261,20 @@ int run(const Args& args) {
     if (verb == "retry") {
       const std::string& run_id = arg(args, 2, "RUN_ID");
       // Read just before the recovery, in its transaction, so the message says
-      // whether there was anything to recover.
-      const docket::Json out =
+      // whether there was anything to recover. --json prints the run document.
+      bool was_poisoned = false;
+      const docket::Json run =
           docket::sql::in_transaction(connection, true, [&](pqxx::transaction_base& tx) {
             const auto before = docket::sql::inspect_run(tx, args.scope, run_id);
-            docket::sql::retry_poisoned_run(tx, args.scope, run_id);
-            const bool was_poisoned = before && !(*before)["poisoned_at"].is_null();
-            return docket::Json{{"run_id", run_id}, {"recovered", was_poisoned}};
+            was_poisoned = before && !(*before)["poisoned_at"].is_null();
+            return docket::sql::retry_poisoned_run(tx, args.scope, run_id);
           });
-      emit(out, [&] {
-        std::cout << (out["recovered"].get<bool>() ? "recovered " : "not poisoned, unchanged: ")
-                  << run_id << (out["recovered"].get<bool>() ? ": due now\n" : "\n");
+      emit(run, [&] {
+        if (was_poisoned) {
+          std::cout << "recovered " << run_id << ": due now\n";
+        } else {
+          std::cout << "not poisoned, unchanged: " << run_id << "\n";
+        }
       });
       return 0;
     }
