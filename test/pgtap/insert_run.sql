@@ -5,14 +5,7 @@ SELECT plan(79);
 SET LOCAL TimeZone = 'UTC';
 SET LOCAL docket.fake_now = '2040-04-01 12:00:00+00';
 
--- 'SQLSTATE message' of a statement's error, or 'no error'.
-CREATE FUNCTION pg_temp.err(q text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-  EXECUTE q;
-  RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-  RETURN SQLSTATE || ' ' || SQLERRM;
-END $$;
+\ir lib/err.sql
 
 -- A valid initialized run document, with `patch` merged over it.
 CREATE FUNCTION pg_temp.doc(id text, patch jsonb DEFAULT '{}') RETURNS jsonb LANGUAGE sql AS $$

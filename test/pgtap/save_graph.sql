@@ -5,14 +5,7 @@ SELECT plan(24);
 SET LOCAL TimeZone = 'UTC';
 SET LOCAL docket.fake_now = '2040-03-01 10:00:00+00';
 
--- 'SQLSTATE message' of a statement's error, or 'no error'.
-CREATE FUNCTION pg_temp.err(q text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-  EXECUTE q;
-  RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-  RETURN SQLSTATE || ' ' || SQLERRM;
-END $$;
+\ir lib/err.sql
 
 CREATE FUNCTION pg_temp.graphs() RETURNS text LANGUAGE sql AS $$
   SELECT coalesce(string_agg(g::text, ' | ' ORDER BY graph_id, graph_hash), '')
