@@ -143,23 +143,6 @@ ClaimArgs claim_args(FunctionCallInfo fcinfo) {
   return args;
 }
 
-// Prepares the candidate scan for its generic plan, the one
-// sql/plans_claim.sql pins. Left to the plan cache, it was planned again on
-// every call (with LIMIT unknown, the generic plan's estimate looks dearer than
-// a custom plan's), which cost about as much as the scan itself.
-void prepare_generic(Statement& statement) {
-  if (statement.plan != nullptr) return;
-  statement.plan = call([&] {
-    SPIPlanPtr plan = SPI_prepare_cursor(statement.sql, statement.nargs, statement.types,
-                                         CURSOR_OPT_GENERIC_PLAN);
-    if (plan == nullptr)
-      elog(ERROR, "docket: SPI_prepare_cursor failed (%s): %s", SPI_result_code_string(SPI_result),
-           statement.sql);
-    if (SPI_keepplan(plan) != 0) elog(ERROR, "docket: SPI_keepplan failed");
-    return plan;
-  });
-}
-
 struct Candidates {
   std::vector<Candidate> ready;
   std::vector<Candidate> expired;
@@ -174,7 +157,7 @@ Candidates scan(const ClaimArgs& args) {
   const bool queued = args.queue.has_value();
   if (queued) values[3] = text_datum(*args.queue);
   Statement& statement = queued ? candidates_queue_statement : candidates_statement;
-  prepare_generic(statement);
+  spi_prepare_generic(statement);  // plans_*.sql pins its generic plan
   const std::uint64_t rows = spi_execute(statement, values, nullptr);
   Candidates out;
   for (std::uint64_t row = 0; row < rows; ++row) {

@@ -99,23 +99,6 @@ std::string page_sql(const Shape& shape) {
 Statement statements[kShapes];
 std::string texts[kShapes];
 
-// Prepares a shape for its generic plan, the one sql/plans_read.sql pins. Left
-// to the plan cache, the join was planned again on every call (with LIMIT
-// unknown, the generic plan's estimate looks dearer than a custom plan's),
-// which cost more than running it. Needs an open SPI connection.
-void prepare_generic(Statement& statement) {
-  if (statement.plan != nullptr) return;
-  statement.plan = call([&] {
-    SPIPlanPtr plan = SPI_prepare_cursor(statement.sql, statement.nargs, statement.types,
-                                         CURSOR_OPT_GENERIC_PLAN);
-    if (plan == nullptr)
-      elog(ERROR, "docket: SPI_prepare_cursor failed (%s): %s", SPI_result_code_string(SPI_result),
-           statement.sql);
-    if (SPI_keepplan(plan) != 0) elog(ERROR, "docket: SPI_keepplan failed");
-    return plan;
-  });
-}
-
 Statement& statement_for(const Shape& shape) {
   const int key = shape.key();
   Statement& statement = statements[key];
@@ -190,7 +173,7 @@ Datum list_runs(FunctionCallInfo fcinfo) {
 
   Statement& statement = statement_for(shape);
   spi_connect();
-  prepare_generic(statement);
+  spi_prepare_generic(statement);  // plans_*.sql pins its generic plan
   spi_execute(statement, values, nulls);
   bool isnull = false;
   const Datum page = spi_transfer(spi_value(0, 1, &isnull), false, -1);

@@ -14,18 +14,25 @@ void spi_finish() {
   });
 }
 
+static SPIPlanPtr prepare_kept(Statement& statement, int cursor_options) {
+  return call([&] {
+    SPIPlanPtr plan =
+        SPI_prepare_cursor(statement.sql, statement.nargs, statement.types, cursor_options);
+    if (plan == nullptr)
+      elog(ERROR, "docket: SPI_prepare failed (%s): %s", SPI_result_code_string(SPI_result),
+           statement.sql);
+    if (SPI_keepplan(plan) != 0) elog(ERROR, "docket: SPI_keepplan failed");
+    return plan;
+  });
+}
+
 static SPIPlanPtr prepared(Statement& statement) {
-  if (statement.plan == nullptr) {
-    statement.plan = call([&] {
-      SPIPlanPtr plan = SPI_prepare(statement.sql, statement.nargs, statement.types);
-      if (plan == nullptr)
-        elog(ERROR, "docket: SPI_prepare failed (%s): %s", SPI_result_code_string(SPI_result),
-             statement.sql);
-      if (SPI_keepplan(plan) != 0) elog(ERROR, "docket: SPI_keepplan failed");
-      return plan;
-    });
-  }
+  if (statement.plan == nullptr) statement.plan = prepare_kept(statement, 0);
   return statement.plan;
+}
+
+void spi_prepare_generic(Statement& statement) {
+  if (statement.plan == nullptr) statement.plan = prepare_kept(statement, CURSOR_OPT_GENERIC_PLAN);
 }
 
 std::uint64_t spi_execute(Statement& statement, const Datum* values, const char* nulls,

@@ -21,6 +21,12 @@ struct Statement {
 void spi_connect();
 void spi_finish();
 
+// Prepares a statement (if not yet) to always run its generic plan: for hot
+// statements whose custom plan would be made again on every call (with LIMIT
+// unknown, the generic plan's estimate looks dearer) at about the cost of
+// running them. Needs an open SPI connection.
+void spi_prepare_generic(Statement& statement);
+
 // Executes a statement; `nulls` is SPI's ' '/'n' array (nullptr: no NULLs).
 // Returns the number of rows processed; rows are read with spi_value.
 std::uint64_t spi_execute(Statement& statement, const Datum* values, const char* nulls,
