@@ -135,10 +135,13 @@ void validate_statuses(Datum array) {
     const std::string where = "statuses[" + std::to_string(i + 1) + "]";
     if (elements.nulls[i]) fail(Reason::bad_argument, where + " must not be NULL");
     const std::string status = text_value(elements.values[i]);
-    if (!parse_status(status))
-      fail(Reason::bad_argument, where + " \"" + status +
-                                     "\" is not a durable status (running, waiting, completed,"
-                                     " failed, cancelled)");
+    if (!parse_status(status)) {
+      std::string detail = where;
+      detail += " \"";
+      detail += status;
+      detail += "\" is not a durable status (running, waiting, completed, failed, cancelled)";
+      fail(Reason::bad_argument, detail);
+    }
   }
 }
 
