@@ -637,9 +637,7 @@ BEGIN
   RETURN jsonb_build_object(
     'state', state,
     'result', info -> 'run' -> 'result',
-    -- a completed task has no error; a pending retry shows its last attempt's
-    'error', CASE WHEN state = 'completed' THEN 'null'::jsonb
-                  ELSE coalesce(info -> 'run' -> 'error', info -> 'run' -> 'last_error') END,
+    'error', coalesce(info -> 'run' -> 'error', info -> 'run' -> 'last_error'),
     'attempts', (info -> 'run' ->> 'attempt')::int,
     'task_name', t.task_name,
     'queue', t.queue);
