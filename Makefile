@@ -6,8 +6,12 @@
 
 EXTENSION = docket
 MODULE_big = docket
-DATA = $(filter-out $(wildcard sql/*--*--*.sql),$(wildcard sql/docket--*.sql)) \
-       $(wildcard sql/docket--*--*.sql)
+# Upgrade scripts written as pieces (sql/upgrade/<version>/*.sql, one file per
+# concern) are assembled here in name order; the assembled file is not edited.
+UPGRADE_PIECES_0_3_0 = $(sort $(wildcard sql/upgrade/0.3.0/*.sql))
+ASSEMBLED = sql/docket--0.2.0--0.3.0.sql
+DATA = $(sort $(filter-out $(wildcard sql/*--*--*.sql),$(wildcard sql/docket--*.sql)) \
+       $(wildcard sql/docket--*--*.sql) $(ASSEMBLED))
 
 CORE_SRCS = $(sort $(wildcard src/core/*.cpp))
 PG_SRCS = $(sort $(wildcard src/pg/*.cpp))
@@ -28,12 +32,16 @@ PG_CPPFLAGS = -I$(CURDIR)/src -isystem $(SERVER_INCLUDE)
 PG_CXXFLAGS = -std=c++17 -Wall -Wextra -Werror -Wno-register -Wno-unused-parameter \
               -Wno-missing-field-initializers -fno-omit-frame-pointer
 SHLIB_LINK = -lstdc++
-EXTRA_CLEAN = test/regress_output test/isolation/output build
+EXTRA_CLEAN = test/regress_output test/isolation/output build $(ASSEMBLED)
 
 # Debian's PGXS enables LLVM bitcode, which C++ sources cannot produce with g++.
 override with_llvm = no
 
 .DEFAULT_GOAL := all
+
+all: $(ASSEMBLED)
+sql/docket--0.2.0--0.3.0.sql: $(UPGRADE_PIECES_0_3_0)
+	cat $^ > $@
 .PHONY: test test-sanitize demo unit format format-check tidy
 
 test:

@@ -24,6 +24,8 @@ const char* sqlstate(Reason reason) noexcept {
       return "22023";
     case Reason::duplicate_run:
       return "23505";
+    case Reason::cancelled:
+      return "DK010";
   }
   return "XX000";
 }
@@ -48,6 +50,8 @@ const char* reason_word(Reason reason) noexcept {
       return "bad_argument";
     case Reason::duplicate_run:
       return "duplicate_run";
+    case Reason::cancelled:
+      return "cancelled";
   }
   return "internal";
 }

@@ -17,6 +17,7 @@ enum class Reason {
   invalid_run,       // DK007
   bad_argument,      // 22023
   duplicate_run,     // 23505
+  cancelled,         // DK010: the task was cancelled (or ran past max_duration_ms)
 };
 
 // Five-character SQLSTATE of a reason.

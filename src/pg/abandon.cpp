@@ -2,7 +2,8 @@
 // fenced on the exact token and the lease's checkpoint sequence.
 #include <string>
 
-#include "core/abandon.hpp"
+#include "pg/abandon.hpp"
+
 #include "pg/datum.hpp"
 #include "pg/notify.hpp"
 #include "pg/spi.hpp"
@@ -57,10 +58,9 @@ AbandonPolicy abandon_policy(FunctionCallInfo fcinfo) {
   return policy;
 }
 
-const char* abandon(FunctionCallInfo fcinfo, const AbandonPolicy& policy) {
-  const Datum run_id = PG_GETARG_DATUM(0);
-  const Token token = token_value(PG_GETARG_DATUM(1));
+}  // namespace
 
+const char* abandon_run(Datum run_id, const Token& token, const AbandonPolicy& policy) {
   if (spi_execute(lookup_statement, &run_id, nullptr) != 1) return "stale";
   bool token_null = false;
   const Datum stored_token = spi_value(0, 1, &token_null);
@@ -81,10 +81,13 @@ const char* abandon(FunctionCallInfo fcinfo, const AbandonPolicy& policy) {
   return "rescheduled";
 }
 
+namespace {
+
 Datum abandon_claim(FunctionCallInfo fcinfo) {
   const AbandonPolicy policy = abandon_policy(fcinfo);
   spi_connect();
-  const char* disposition = abandon(fcinfo, policy);
+  const char* disposition =
+      abandon_run(PG_GETARG_DATUM(0), token_value(PG_GETARG_DATUM(1)), policy);
   spi_finish();
   return text_datum(disposition);
 }

@@ -28,9 +28,7 @@ void call_void(F&& f) {
   MemoryContext context = CurrentMemoryContext;
   ErrorData* volatile error = nullptr;  // written after setjmp
   PG_TRY();
-  {
-    f();
-  }
+  { f(); }
   PG_CATCH();
   {
     MemoryContextSwitchTo(context);
@@ -92,8 +90,10 @@ Datum entry(FunctionCallInfo fcinfo, Body&& body) noexcept {
 }  // namespace docket::pg
 
 // Declares an SQL-callable function whose body is `docket::pg::name(fcinfo)`.
-#define DOCKET_FUNCTION(sql_name, body)                                      \
-  extern "C" {                                                                \
-  PG_FUNCTION_INFO_V1(sql_name);                                              \
-  Datum sql_name(PG_FUNCTION_ARGS) { return docket::pg::entry(fcinfo, body); } \
+#define DOCKET_FUNCTION(sql_name, body)     \
+  extern "C" {                              \
+  PG_FUNCTION_INFO_V1(sql_name);            \
+  Datum sql_name(PG_FUNCTION_ARGS) {        \
+    return docket::pg::entry(fcinfo, body); \
+  }                                         \
   }

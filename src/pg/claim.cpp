@@ -6,7 +6,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/claim.hpp"
+#include "pg/claim.hpp"
+
 #include "pg/datum.hpp"
 #include "pg/spi.hpp"
 
@@ -97,36 +98,8 @@ enum Returned {
   r_queue,
 };
 
-// Columns of claim_due's result, 0-based.
-enum Output {
-  o_outcome,
-  o_run_id,
-  o_tenant_id,
-  o_graph_id,
-  o_graph_hash,
-  o_checkpoint_seq,
-  o_claim_token,
-  o_claimed_at,
-  o_claim_attempt,
-  o_orphan_ttl_ms,
-  o_poisoned_at,
-  o_poison_reason,
-  o_queue,
-  o_columns
-};
-
-struct OutputRow {
-  Datum values[o_columns];
-  bool nulls[o_columns];
-};
-
-struct ClaimArgs {
-  ClaimPolicy policy;
-  std::optional<std::string> queue;
-};
-
-ClaimArgs claim_args(FunctionCallInfo fcinfo) {
-  ClaimArgs args;
+ClaimRequest claim_args(FunctionCallInfo fcinfo) {
+  ClaimRequest args;
   args.policy.now = timestamp_arg(fcinfo, 0, "now");
   args.policy.limit = int32_arg(fcinfo, 1, "claim_limit");
   args.policy.orphan_ttl_ms = int64_arg(fcinfo, 2, "orphan_ttl_ms");
@@ -150,7 +123,7 @@ struct Candidates {
 
 // Runs the candidate scan and reads its rows; an expired candidate's eligible
 // time is its claimed_at plus the TTL.
-Candidates scan(const ClaimArgs& args) {
+Candidates scan(const ClaimRequest& args) {
   const ClaimPolicy& policy = args.policy;
   Datum values[4] = {TimestampTzGetDatum(policy.now), Int64GetDatum(policy.limit),
                      TimestampTzGetDatum(expiry_cutoff(policy)), Datum(0)};
@@ -173,6 +146,63 @@ Candidates scan(const ClaimArgs& args) {
   return out;
 }
 
+// Applies one update to `ids` and files each returned row at its place in
+// the output (`position` maps run_id to it), copied out of SPI memory.
+// `outcome` must live outside SPI memory.
+void apply(Statement& statement, const std::vector<std::string>& ids, Micros now, Datum outcome,
+           std::int64_t ttl_ms, const std::unordered_map<std::string, std::size_t>& position,
+           std::vector<ClaimRow>& output) {
+  if (ids.empty()) return;
+  const Datum values[2] = {text_array(ids), TimestampTzGetDatum(now)};
+  const std::uint64_t rows = spi_execute(statement, values, nullptr);
+  if (rows != ids.size()) throw std::logic_error("claim_due: a locked candidate was not updated");
+  for (std::uint64_t row = 0; row < rows; ++row) {
+    bool isnull = false;
+    const std::string run_id = text_value(spi_value(row, r_run_id, &isnull));
+    ClaimRow& out = output.at(position.at(run_id));
+    auto copy = [&](ClaimColumn to, Returned from, bool by_value, int length) {
+      bool null = false;
+      const Datum value = spi_value(row, from, &null);
+      out.nulls[to] = null;
+      out.values[to] = null ? Datum(0) : spi_transfer(value, by_value, length);
+    };
+    out.leased = &statement == &lease_statement;
+    out.values[c_outcome] = outcome;
+    out.nulls[c_outcome] = false;
+    copy(c_run_id, r_run_id, false, -1);
+    copy(c_tenant_id, r_tenant_id, false, -1);
+    copy(c_graph_id, r_graph_id, false, -1);
+    copy(c_graph_hash, r_graph_hash, false, -1);
+    copy(c_checkpoint_seq, r_checkpoint_seq, FLOAT8PASSBYVAL, 8);
+    copy(c_claim_token, r_claim_token, false, UUID_LEN);
+    copy(c_claimed_at, r_claimed_at, FLOAT8PASSBYVAL, 8);
+    copy(c_claim_attempt, r_claim_attempts, true, 4);
+    out.values[c_orphan_ttl_ms] = Int64GetDatum(ttl_ms);
+    out.nulls[c_orphan_ttl_ms] = false;
+    copy(c_poisoned_at, r_poisoned_at, FLOAT8PASSBYVAL, 8);
+    copy(c_poison_reason, r_poison_reason, false, -1);
+    copy(c_queue, r_queue, false, -1);
+  }
+}
+
+Datum claim_due(FunctionCallInfo fcinfo) {
+  const ClaimRequest args = claim_args(fcinfo);
+  call([&] { InitMaterializedSRF(fcinfo, 0); });
+  auto* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
+  const Datum lease_text = text_datum("lease");  // before SPI: outlives spi_finish
+  const Datum poisoned_text = text_datum("poisoned");
+
+  spi_connect();
+  std::vector<ClaimRow> output = claim_runs(args, lease_text, poisoned_text);
+  spi_finish();
+
+  for (ClaimRow& row : output)
+    call([&] { tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row.values, row.nulls); });
+  return Datum(0);
+}
+
+}  // namespace
+
 Datum text_array(const std::vector<std::string>& texts) {
   return call([&] {
     Datum* elems = static_cast<Datum*>(palloc(sizeof(Datum) * (texts.size() + 1)));
@@ -184,53 +214,8 @@ Datum text_array(const std::vector<std::string>& texts) {
   });
 }
 
-// Applies one update to `ids` and files each returned row at its place in
-// the output (`position` maps run_id to it), copied out of SPI memory.
-// `outcome` must live outside SPI memory.
-void apply(Statement& statement, const std::vector<std::string>& ids, Micros now, Datum outcome,
-           std::int64_t ttl_ms, const std::unordered_map<std::string, std::size_t>& position,
-           std::vector<OutputRow>& output) {
-  if (ids.empty()) return;
-  const Datum values[2] = {text_array(ids), TimestampTzGetDatum(now)};
-  const std::uint64_t rows = spi_execute(statement, values, nullptr);
-  if (rows != ids.size()) throw std::logic_error("claim_due: a locked candidate was not updated");
-  for (std::uint64_t row = 0; row < rows; ++row) {
-    bool isnull = false;
-    const std::string run_id = text_value(spi_value(row, r_run_id, &isnull));
-    OutputRow& out = output.at(position.at(run_id));
-    auto copy = [&](Output to, Returned from, bool by_value, int length) {
-      bool null = false;
-      const Datum value = spi_value(row, from, &null);
-      out.nulls[to] = null;
-      out.values[to] = null ? Datum(0) : spi_transfer(value, by_value, length);
-    };
-    out.values[o_outcome] = outcome;
-    out.nulls[o_outcome] = false;
-    copy(o_run_id, r_run_id, false, -1);
-    copy(o_tenant_id, r_tenant_id, false, -1);
-    copy(o_graph_id, r_graph_id, false, -1);
-    copy(o_graph_hash, r_graph_hash, false, -1);
-    copy(o_checkpoint_seq, r_checkpoint_seq, FLOAT8PASSBYVAL, 8);
-    copy(o_claim_token, r_claim_token, false, UUID_LEN);
-    copy(o_claimed_at, r_claimed_at, FLOAT8PASSBYVAL, 8);
-    copy(o_claim_attempt, r_claim_attempts, true, 4);
-    out.values[o_orphan_ttl_ms] = Int64GetDatum(ttl_ms);
-    out.nulls[o_orphan_ttl_ms] = false;
-    copy(o_poisoned_at, r_poisoned_at, FLOAT8PASSBYVAL, 8);
-    copy(o_poison_reason, r_poison_reason, false, -1);
-    copy(o_queue, r_queue, false, -1);
-  }
-}
-
-Datum claim_due(FunctionCallInfo fcinfo) {
-  const ClaimArgs args = claim_args(fcinfo);
+std::vector<ClaimRow> claim_runs(const ClaimRequest& args, Datum lease_text, Datum poisoned_text) {
   const ClaimPolicy& policy = args.policy;
-  call([&] { InitMaterializedSRF(fcinfo, 0); });
-  auto* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
-  const Datum lease_text = text_datum("lease");  // before SPI: outlives spi_finish
-  const Datum poisoned_text = text_datum("poisoned");
-
-  spi_connect();
   const Candidates candidates = scan(args);
   const std::vector<Candidate>& ready = candidates.ready;
   const std::vector<Candidate>& expired = candidates.expired;
@@ -247,18 +232,12 @@ Datum claim_due(FunctionCallInfo fcinfo) {
     (decision.kind == ClaimDecision::Kind::lease ? lease_ids : poison_ids).push_back(c.run_id);
   }
 
-  std::vector<OutputRow> output(picks.size());
+  std::vector<ClaimRow> output(picks.size());
   apply(lease_statement, lease_ids, policy.now, lease_text, policy.orphan_ttl_ms, position, output);
   apply(poison_statement, poison_ids, policy.now, poisoned_text, policy.orphan_ttl_ms, position,
         output);
-  spi_finish();
-
-  for (OutputRow& row : output)
-    call([&] { tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row.values, row.nulls); });
-  return Datum(0);
+  return output;
 }
-
-}  // namespace
 
 }  // namespace docket::pg
 

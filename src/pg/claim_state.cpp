@@ -13,12 +13,16 @@ namespace {
 Statement refresh_statement{
     "UPDATE docket.runs SET claimed_at = greatest(claimed_at, $3)"
     " WHERE run_id = $1 AND claim_token = $2",
-    3, {TEXTOID, UUIDOID, TIMESTAMPTZOID}, nullptr};
+    3,
+    {TEXTOID, UUIDOID, TIMESTAMPTZOID},
+    nullptr};
 
 Statement release_statement{
     "UPDATE docket.runs SET claim_token = NULL, claimed_at = NULL, wake_at = $3"
     " WHERE run_id = $1 AND claim_token = $2 RETURNING queue",
-    3, {TEXTOID, UUIDOID, TIMESTAMPTZOID}, nullptr};
+    3,
+    {TEXTOID, UUIDOID, TIMESTAMPTZOID},
+    nullptr};
 
 struct ClaimArgs {
   Datum values[3];

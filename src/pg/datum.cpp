@@ -12,7 +12,8 @@ bool arg_is_null(FunctionCallInfo fcinfo, int index) noexcept {
 }
 
 void require(FunctionCallInfo fcinfo, int index, const char* name) {
-  if (arg_is_null(fcinfo, index)) fail(Reason::bad_argument, std::string(name) + " must not be NULL");
+  if (arg_is_null(fcinfo, index))
+    fail(Reason::bad_argument, std::string(name) + " must not be NULL");
 }
 
 std::string text_value(Datum value) {
@@ -110,8 +111,8 @@ struct JsonLookup {
 JsonLookup lookup(Jsonb* jsonb, const char* key) {
   return call([&] {
     JsonLookup out{false, jbvNull, nullptr, 0};
-    JsonbValue* v = getKeyJsonValueFromContainer(&jsonb->root, key, static_cast<int>(strlen(key)),
-                                                 nullptr);
+    JsonbValue* v =
+        getKeyJsonValueFromContainer(&jsonb->root, key, static_cast<int>(strlen(key)), nullptr);
     if (v == nullptr) return out;
     out.found = true;
     out.type = v->type;
@@ -164,9 +165,8 @@ Micros store_now() {
   const char* fake = settings::fake_now();
   if (fake == nullptr || fake[0] == '\0') return call([] { return GetCurrentTimestamp(); });
   return call([&] {
-    return DatumGetTimestampTz(DirectFunctionCall3(timestamptz_in, CStringGetDatum(fake),
-                                                   ObjectIdGetDatum(InvalidOid),
-                                                   Int32GetDatum(-1)));
+    return DatumGetTimestampTz(DirectFunctionCall3(
+        timestamptz_in, CStringGetDatum(fake), ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1)));
   });
 }
 

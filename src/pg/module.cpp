@@ -16,7 +16,9 @@ void _PG_init(void) {
 
 namespace docket::pg {
 
-static Datum now(FunctionCallInfo) { return TimestampTzGetDatum(store_now()); }
+static Datum now(FunctionCallInfo) {
+  return TimestampTzGetDatum(store_now());
+}
 
 }  // namespace docket::pg
 

@@ -53,6 +53,8 @@ void notify_due(const std::string& queue) {
   call([&] { Async_Notify(kNotifyChannel, queue.c_str()); });
 }
 
-void register_notify_callback() { RegisterXactCallback(on_xact, nullptr); }
+void register_notify_callback() {
+  RegisterXactCallback(on_xact, nullptr);
+}
 
 }  // namespace docket::pg

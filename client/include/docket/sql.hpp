@@ -18,7 +18,7 @@
 namespace docket::sql {
 
 // The extension versions this client speaks.
-constexpr const char* kSupportedSchemaVersion = "0.2.0";
+constexpr const char* kSupportedSchemaVersion = "0.3.0";
 
 // Registers every statement on the connection (idempotent).
 void prepare(pqxx::connection_base& connection);
