@@ -1,5 +1,7 @@
 #include "pg/datum.hpp"
 
+#include "core/limits.hpp"
+
 #include <cstring>
 
 #include "core/json_number.hpp"
@@ -87,8 +89,9 @@ Scope owner_scope_arg(FunctionCallInfo fcinfo, int index) {
 }
 
 void validate_queue(const std::string& queue) {
-  if (queue.empty() || queue.size() > 128)
-    fail(Reason::bad_argument, "queue must be a non-empty name of at most 128 bytes");
+  if (queue.empty() || queue.size() > kMaxQueueBytes)
+    fail(Reason::bad_argument, "queue must be a non-empty name of at most " +
+                                   std::to_string(kMaxQueueBytes) + " bytes");
 }
 
 std::string enum_label(Datum value) {

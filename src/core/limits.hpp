@@ -1,0 +1,25 @@
+// The contract's constants, in one place: every check of a limit names one of
+// these rather than repeating a literal.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace docket {
+
+// Queue names: non-empty, at most this many bytes.
+constexpr std::size_t kMaxQueueBytes = 128;
+// Task names, step names, event names, idempotency keys: non-empty, at most
+// this many bytes.
+constexpr std::size_t kMaxNameBytes = 255;
+// Longest delay, timeout or duration an option may ask for: ten years.
+constexpr std::int64_t kMaxDurationMs = 86400000LL * 3650;
+// Retry delays saturate here instead of overflowing.
+constexpr std::int64_t kMaxRetryDelayMs = 86400000LL * 365;
+// Attempts a task may be given.
+constexpr int kMaxTaskAttempts = 1000;
+
+// A task's run: graph_hash of every task run.
+constexpr const char* kTaskGraphHash = "task";
+
+}  // namespace docket
