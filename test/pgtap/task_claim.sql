@@ -46,7 +46,8 @@ CREATE TEMP TABLE snaps (name text PRIMARY KEY, s jsonb);
 
 -- The last claim batch, in returned order.
 CREATE TEMP TABLE last (run_id text, claim_token uuid, task_name text, params jsonb, headers jsonb,
-                        attempt int, checkpoint_seq bigint, wake_reason text, ord bigint);
+                        attempt int, checkpoint_seq bigint, wake_reason text, steps jsonb,
+                        ord bigint);
 -- Claims queue q at t(s) (also docket.now()), keeps the batch in `last`, records the
 -- tokens, and returns 'name:wake_reason ...' in returned order ('' for none).
 CREATE FUNCTION pg_temp.claim(q text, s double precision, lim int DEFAULT 10,
@@ -108,8 +109,8 @@ SELECT is(pg_temp.claim('qa', 1), 'a:new', 'a new task is claimed with wake_reas
 SELECT is((SELECT to_jsonb(l) - 'ord' FROM last l),
   jsonb_build_object('run_id', pg_temp.id('a'), 'claim_token', pg_temp.run('a') ->> 'claim_token',
     'task_name', 'resize', 'params', '{"w": 640}'::jsonb, 'headers', '{"trace": "t-1"}'::jsonb,
-    'attempt', 1, 'checkpoint_seq', 0, 'wake_reason', 'new'),
-  'the row: run id, the stored claim token, task name, params, headers, attempt 1, checkpoint_seq 0');
+    'attempt', 1, 'checkpoint_seq', 0, 'wake_reason', 'new', 'steps', '{}'::jsonb),
+  'the row: run id, the stored claim token, task name, params, headers, attempt 1, checkpoint_seq 0, no steps');
 SELECT is((pg_temp.run('a') ->> 'claimed_at')::timestamptz, pg_temp.t(1), 'claimed_at is the claim''s now');
 SELECT is((pg_temp.run('a') ->> 'claim_attempts')::int, 1, 'one claim attempt');
 SELECT is(pg_temp.run('a') ->> 'wake_at', NULL, 'a claimed task has no wake');

@@ -7,7 +7,7 @@
 --     (pg_stat_get_xact_blocks_fetched), which must stay a handful while the
 --     tables span hundreds of pages, whatever statements the functions use.
 BEGIN;
-SELECT plan(32);
+SELECT plan(40);
 
 -------------------------------------------------------------------------------
 -- Helpers
@@ -164,6 +164,75 @@ SELECT is(pg_temp.indexes($$EXECUTE tap_claim('2040-03-01Z', 10, 30000, 10, 'q1'
 SELECT is(pg_temp.seqscans($$EXECUTE tap_claim('2040-03-01Z', 10, 30000, 10, 'q1')$$), '', 'no sequential scan');
 
 -------------------------------------------------------------------------------
+-- The C++ task path's statements (src/pg/task_*.cpp), as prepared there
+-------------------------------------------------------------------------------
+-- claim_tasks: the leases' task rows and steps by primary key
+PREPARE tap_leases(text[]) AS
+  SELECT r.run_id, t.run_id IS NOT NULL, t.task_name, t.params, t.headers, t.cancel_at,
+         t.first_started_at, t.deadline_at, t.max_duration_ms, (r.document ->> 'attempt')::int,
+         r.document ->> 'wake_reason',
+         coalesce((SELECT jsonb_object_agg(s.step_name, s.value) FROM docket.task_steps s
+                    WHERE s.run_id = r.run_id), '{}'::jsonb)
+    FROM docket.runs r LEFT JOIN docket.tasks t ON t.run_id = r.run_id
+   WHERE r.run_id = ANY($1) ORDER BY r.run_id;
+SELECT is(pg_temp.indexes($$EXECUTE tap_leases('{r20001,r20002,r20003}')$$), 'runs_pkey,task_steps_pkey,tasks_pkey',
+  'claim_tasks leases (generic plan): runs, tasks and steps by primary key');
+SELECT is(pg_temp.seqscans($$EXECUTE tap_leases('{r20001,r20002,r20003}')$$), '', 'no sequential scan');
+
+-- complete_tasks: one fenced UPDATE over run_id = ANY (btree order: run_id order)
+PREPARE tap_complete(text[], uuid[], jsonb[], timestamptz, text, text) AS
+  UPDATE docket.runs r SET document = (r.document - 'waiting')
+         || jsonb_build_object('status', $5::text, 'result', $3[array_position($1, r.run_id)],
+                               'checkpoint_seq', r.checkpoint_seq + 1),
+         status = $5, checkpoint_seq = r.checkpoint_seq + 1,
+         checkpoint_type = $6::docket.checkpoint_type, updated_at = $4,
+         claim_token = NULL, claimed_at = NULL, wake_at = NULL,
+         claim_attempts = 0, claim_abandons = 0, poisoned_at = NULL, poison_reason = NULL
+   WHERE r.run_id = ANY($1) AND r.claim_token = $2[array_position($1, r.run_id)]
+     AND r.graph_hash = 'task' AND (r.deadline_at IS NULL OR r.deadline_at > $4)
+  RETURNING r.run_id;
+SELECT is(pg_temp.index_cond($$EXECUTE tap_complete('{r20001,r20002}', ARRAY[gen_random_uuid(), gen_random_uuid()],
+                                                   '{1,2}', '2040-03-01Z', 'completed', 'run_completed')$$, 'runs_pkey'),
+  '(run_id = ANY ($1))', 'complete_tasks (generic plan): runs_pkey on run_id = ANY($1)');
+SELECT is(pg_temp.seqscans($$EXECUTE tap_complete('{r20001,r20002}', ARRAY[gen_random_uuid(), gen_random_uuid()],
+                                                '{1,2}', '2040-03-01Z', 'completed', 'run_completed')$$), '',
+  'no sequential scan');
+
+-- complete_steps / complete_step: fenced refresh, insert, stored values in one statement
+PREPARE tap_steps_batch(text[], uuid[], text[], jsonb[], timestamptz, text[], uuid[]) AS
+  WITH held AS (UPDATE docket.runs r SET claimed_at = greatest(r.claimed_at, $5)
+                 WHERE r.run_id = ANY($6) AND r.claim_token = $7[array_position($6, r.run_id)]
+                   AND r.graph_hash = 'task' AND (r.deadline_at IS NULL OR r.deadline_at > $5)
+                RETURNING r.run_id, r.claim_token),
+       items AS (SELECT * FROM unnest($1, $2, $3, $4) WITH ORDINALITY AS i (run_id, token, step_name, value, ord)),
+       ins AS (INSERT INTO docket.task_steps AS s (run_id, step_name, value, completed_at)
+               SELECT i.run_id, i.step_name, i.value, $5 FROM items i
+                 JOIN held h ON h.run_id = i.run_id AND h.claim_token = i.token
+                ORDER BY i.run_id, i.step_name
+               ON CONFLICT ON CONSTRAINT task_steps_pkey DO NOTHING
+               RETURNING s.run_id, s.step_name, s.value)
+  SELECT h.run_id IS NOT NULL, n.run_id IS NOT NULL, coalesce(n.value, s.value)
+    FROM items i LEFT JOIN held h ON h.run_id = i.run_id AND h.claim_token = i.token
+    LEFT JOIN ins n ON n.run_id = i.run_id AND n.step_name = i.step_name
+    LEFT JOIN docket.task_steps s ON s.run_id = i.run_id AND s.step_name = i.step_name
+   ORDER BY i.ord;
+SELECT is(pg_temp.indexes($$EXECUTE tap_steps_batch('{r20001}', ARRAY[gen_random_uuid()], '{s}', '{1}', '2040-03-01Z',
+                                                  '{r20001}', ARRAY[gen_random_uuid()])$$), 'runs_pkey,task_steps_pkey',
+  'complete_steps (generic plan): runs and steps by primary key');
+SELECT is(pg_temp.seqscans($$EXECUTE tap_steps_batch('{r20001}', ARRAY[gen_random_uuid()], '{s}', '{1}', '2040-03-01Z',
+                                                   '{r20001}', ARRAY[gen_random_uuid()])$$), '', 'no sequential scan');
+
+-- finishing: the tasks' own waiters, and their parents by child run id
+PREPARE tap_release(text[]) AS
+  WITH own AS (DELETE FROM docket.task_waits w WHERE w.run_id = ANY($1)),
+       parents AS (DELETE FROM docket.task_waits w WHERE w.kind = 'child' AND w.target = ANY($1)
+                   RETURNING w.run_id, w.step_name)
+  SELECT run_id, step_name FROM parents ORDER BY run_id, step_name;
+SELECT is(pg_temp.indexes($$EXECUTE tap_release('{r20001,c20001-1}')$$), 'task_waits_child,task_waits_pkey',
+  'finishing (generic plan): own waiters by task_waits_pkey, parents by task_waits_child');
+SELECT is(pg_temp.seqscans($$EXECUTE tap_release('{r20001,c20001-1}')$$), '', 'no sequential scan');
+
+-------------------------------------------------------------------------------
 -- cleanup: finished runs by age through runs_finished
 -------------------------------------------------------------------------------
 PREPARE tap_finished(timestamptz, int) AS
@@ -242,6 +311,10 @@ DEALLOCATE tap_step;
 DEALLOCATE tap_claim;
 DEALLOCATE tap_finished;
 DEALLOCATE tap_events;
+DEALLOCATE tap_leases;
+DEALLOCATE tap_complete;
+DEALLOCATE tap_steps_batch;
+DEALLOCATE tap_release;
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -47,7 +47,8 @@ CREATE FUNCTION pg_temp.snap(name text) RETURNS jsonb LANGUAGE sql AS $$
 CREATE TEMP TABLE snaps (name text PRIMARY KEY, s jsonb);
 
 CREATE TEMP TABLE last (run_id text, claim_token uuid, task_name text, params jsonb, headers jsonb,
-                        attempt int, checkpoint_seq bigint, wake_reason text, ord bigint);
+                        attempt int, checkpoint_seq bigint, wake_reason text, steps jsonb,
+                        ord bigint);
 -- Claims queue q at t(s) (also docket.now()); records tokens; returns
 -- 'name:wake_reason:attempt ...' in returned order ('' for none).
 CREATE FUNCTION pg_temp.claim(q text, s double precision, lim int DEFAULT 100,
@@ -134,7 +135,8 @@ SELECT is(pg_temp.run('c1') - 'run_id' - 'document' - 'started_at',
   jsonb_build_object('tenant_id', NULL, 'queue', 'qc1', 'graph_id', 'job', 'graph_hash', 'task',
     'status', 'completed', 'checkpoint_seq', 1, 'checkpoint_type', 'run_completed',
     'updated_at', pg_temp.t(1), 'wake_at', NULL, 'claim_token', NULL, 'claimed_at', NULL,
-    'claim_attempts', 0, 'claim_abandons', 0, 'poisoned_at', NULL, 'poison_reason', NULL),
+    'claim_attempts', 0, 'claim_abandons', 0, 'poisoned_at', NULL, 'poison_reason', NULL,
+    'deadline_at', NULL),
   'the run: completed (run_completed, seq 1), no claim, no wake, updated at now');
 SELECT is(pg_temp.doc('c1'),
   jsonb_build_object('id', pg_temp.id('c1'), 'graph_id', 'job', 'graph_hash', 'task', 'status', 'completed',
@@ -202,7 +204,8 @@ SELECT is(pg_temp.run('f') - 'run_id' - 'document' - 'started_at',
   jsonb_build_object('tenant_id', NULL, 'queue', 'qf', 'graph_id', 'job', 'graph_hash', 'task',
     'status', 'running', 'checkpoint_seq', 1, 'checkpoint_type', 'retried',
     'updated_at', pg_temp.t(101), 'wake_at', pg_temp.t(103.5), 'claim_token', NULL, 'claimed_at', NULL,
-    'claim_attempts', 0, 'claim_abandons', 0, 'poisoned_at', NULL, 'poison_reason', NULL),
+    'claim_attempts', 0, 'claim_abandons', 0, 'poisoned_at', NULL, 'poison_reason', NULL,
+    'deadline_at', NULL),
   'the run: still running (retried, seq 1), claim released, due at retry_at');
 SELECT is(pg_temp.doc('f'),
   jsonb_build_object('id', pg_temp.id('f'), 'graph_id', 'job', 'graph_hash', 'task', 'status', 'running',

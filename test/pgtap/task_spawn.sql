@@ -52,7 +52,7 @@ SELECT is(pg_temp.run('plain') - 'document',
     'graph_id', 'send_mail', 'graph_hash', 'task', 'status', 'running', 'checkpoint_seq', 0,
     'checkpoint_type', 'run_initialized', 'started_at', pg_temp.t(0), 'updated_at', pg_temp.t(0),
     'wake_at', pg_temp.t(0), 'claim_token', NULL, 'claimed_at', NULL, 'claim_attempts', 0,
-    'claim_abandons', 0, 'poisoned_at', NULL, 'poison_reason', NULL),
+    'claim_abandons', 0, 'poisoned_at', NULL, 'poison_reason', NULL, 'deadline_at', NULL),
   'the run: tenantless, queue default, graph (task name, task), running, due now, unclaimed');
 SELECT is(pg_temp.run('plain') -> 'document',
   jsonb_build_object('id', pg_temp.id('plain'), 'graph_id', 'send_mail', 'graph_hash', 'task',

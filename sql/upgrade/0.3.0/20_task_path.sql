@@ -1,0 +1,83 @@
+
+-------------------------------------------------------------------------------
+-- The task path in C++ (src/core/task.*, src/pg/task_*.cpp)
+-------------------------------------------------------------------------------
+-- Every per-task call is a C entry point: a fenced statement whose WHERE
+-- clause holds the core's TaskMatch facts (run, token, task, deadline), and
+-- on a miss the core's fence judges the locked row in the documented order
+-- (not_found DK003, cancelled DK010, stale_fence DK001, overdue DK010).
+
+-- The task's max-duration deadline, on the run row so that the fence is one
+-- statement; claim_tasks sets it at the first start (with docket.tasks').
+ALTER TABLE docket.runs ADD COLUMN deadline_at timestamptz;
+UPDATE docket.runs r SET deadline_at = t.deadline_at
+  FROM docket.tasks t WHERE t.run_id = r.run_id AND t.deadline_at IS NOT NULL;
+
+-- A finishing task's parents are looked up by the child's run id alone, so a
+-- batch of finished tasks is one index scan.
+CREATE INDEX task_waits_child ON docket.task_waits (target) WHERE kind = 'child';
+
+DROP FUNCTION docket.claim_tasks(text, int, bigint, int, timestamptz);
+CREATE FUNCTION docket.claim_tasks(queue text, claim_limit int DEFAULT 1,
+                                   lease_ms bigint DEFAULT 30000,
+                                   max_claim_attempts int DEFAULT 10,
+                                   now timestamptz DEFAULT docket.now())
+  RETURNS TABLE (run_id text, claim_token uuid, task_name text, params jsonb, headers jsonb,
+                 attempt int, checkpoint_seq bigint, wake_reason text, steps jsonb)
+  LANGUAGE c VOLATILE ROWS 10
+  SET search_path = pg_catalog, pg_temp
+  SET jit = off
+  AS 'MODULE_PATHNAME', 'docket_claim_tasks';
+COMMENT ON FUNCTION docket.claim_tasks(text, int, bigint, int, timestamptz) IS
+  'Claims up to claim_limit due tasks of a queue (run-store claim_due; lease_ms is the orphan TTL). One row per leased task, in run_id order, with what a runner needs, why it woke (new, retry, sleep, event, timeout, child, recovered) and its completed steps (steps: step name -> value, {} when none). Poisoned and deadline-cancelled tasks are recorded, not returned; plain runs in the queue are handed back.';
+
+CREATE OR REPLACE FUNCTION docket.complete_task(run_id text, claim_token uuid,
+                                                result jsonb DEFAULT NULL)
+  RETURNS void
+  LANGUAGE c VOLATILE
+  SET search_path = pg_catalog, pg_temp
+  AS 'MODULE_PATHNAME', 'docket_complete_task';
+COMMENT ON FUNCTION docket.complete_task(text, uuid, jsonb) IS
+  'Finishes a task with its result under its claim token (DK003 unknown, DK010 cancelled or past max_duration_ms, DK001 stale) and wakes tasks awaiting it.';
+
+CREATE FUNCTION docket.complete_tasks(run_ids text[], claim_tokens uuid[], results jsonb[])
+  RETURNS TABLE (run_id text, outcome text)
+  LANGUAGE c VOLATILE ROWS 10
+  SET search_path = pg_catalog, pg_temp
+  SET jit = off
+  AS 'MODULE_PATHNAME', 'docket_complete_tasks';
+COMMENT ON FUNCTION docket.complete_tasks(text[], uuid[], jsonb[]) IS
+  'Finishes a batch of tasks, each fenced on its own token: one row per element, in input order, outcome completed, stale (the token no longer holds the claim), cancelled (cancelled, or past max_duration_ms: cancelled by this call) or not_found. A NULL result is JSON null. Rows are locked in run_id order. NULL or unequal arrays, NULL run ids or tokens and duplicate run ids raise 22023.';
+
+CREATE OR REPLACE FUNCTION docket.complete_step(run_id text, claim_token uuid, step_name text,
+                                                value jsonb)
+  RETURNS jsonb
+  LANGUAGE c VOLATILE
+  SET search_path = pg_catalog, pg_temp
+  AS 'MODULE_PATHNAME', 'docket_complete_step';
+COMMENT ON FUNCTION docket.complete_step(text, uuid, text, jsonb) IS
+  'Stores a step result and refreshes the claim, under the claim token, in one statement. Completing a step twice keeps the first value; returns the stored value.';
+
+CREATE FUNCTION docket.complete_steps(run_ids text[], claim_tokens uuid[], step_names text[],
+                                      step_values jsonb[])
+  RETURNS TABLE (run_id text, step_name text, outcome text, value jsonb)
+  LANGUAGE c VOLATILE ROWS 10
+  SET search_path = pg_catalog, pg_temp
+  SET jit = off
+  AS 'MODULE_PATHNAME', 'docket_complete_steps';
+COMMENT ON FUNCTION docket.complete_steps(text[], uuid[], text[], jsonb[]) IS
+  'Stores a batch of step results, each fenced on its own token: one row per element, in input order, outcome stored, kept (already completed: value is the first stored value), stale, cancelled or not_found. A stored or kept step refreshes its task''s claim. Rows are locked in run_id order. NULL or unequal arrays, NULL elements and a duplicate (run_id, step_name) raise 22023.';
+
+CREATE OR REPLACE FUNCTION docket.step_states(run_id text, claim_token uuid)
+  RETURNS TABLE (step_name text, value jsonb)
+  LANGUAGE c VOLATILE
+  SET search_path = pg_catalog, pg_temp
+  AS 'MODULE_PATHNAME', 'docket_step_states';
+COMMENT ON FUNCTION docket.step_states(text, uuid) IS
+  'The steps this task has completed, under its claim token (DK001 stale, DK010 cancelled).';
+
+REVOKE ALL ON FUNCTION docket.claim_tasks(text, int, bigint, int, timestamptz),
+  docket.complete_task(text, uuid, jsonb), docket.complete_tasks(text[], uuid[], jsonb[]),
+  docket.complete_step(text, uuid, text, jsonb),
+  docket.complete_steps(text[], uuid[], text[], jsonb[]),
+  docket.step_states(text, uuid) FROM PUBLIC;

@@ -1,0 +1,186 @@
+// claim_tasks: the run store's claim (claim_runs) on a task queue, then one
+// statement that reads the task rows and the completed steps of every lease.
+// Plain runs met in the queue are handed back (abandon_run); tasks past a
+// deadline are cancelled here, never by a scan of live tasks.
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/task.hpp"
+#include "pg/abandon.hpp"
+#include "pg/claim.hpp"
+#include "pg/datum.hpp"
+#include "pg/spi.hpp"
+#include "pg/task_store.hpp"
+
+namespace docket::pg {
+
+namespace {
+
+// The leases' task rows and steps, by primary key, in run_id order.
+Statement leases_statement{
+    "SELECT r.run_id, t.run_id IS NOT NULL, t.task_name, t.params, t.headers, t.cancel_at,"
+    " t.first_started_at, t.deadline_at, t.max_duration_ms, (r.document ->> 'attempt')::int,"
+    " r.document ->> 'wake_reason',"
+    " coalesce((SELECT jsonb_object_agg(s.step_name, s.value) FROM docket.task_steps s"
+    " WHERE s.run_id = r.run_id), '{}'::jsonb)"
+    " FROM docket.runs r LEFT JOIN docket.tasks t ON t.run_id = r.run_id"
+    " WHERE r.run_id = ANY($1) ORDER BY r.run_id",
+    1,
+    {TEXTARRAYOID},
+    nullptr};
+
+// The first start of a task with a deadline option; the deadline also goes on
+// the run row, where the fast path's fence reads it.
+Statement first_start_statement{
+    "WITH t AS (UPDATE docket.tasks SET first_started_at = $2, deadline_at = $3"
+    " WHERE run_id = $1)"
+    " UPDATE docket.runs SET deadline_at = $3 WHERE run_id = $1 AND $3 IS NOT NULL",
+    3,
+    {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID},
+    nullptr};
+
+enum LeaseColumn {
+  l_run_id = 1,
+  l_is_task,
+  l_task_name,
+  l_params,
+  l_headers,
+  l_cancel_at,
+  l_first_started_at,
+  l_deadline_at,
+  l_max_duration_ms,
+  l_attempt,
+  l_wake_reason,
+  l_steps,
+};
+
+// Output columns, 0-based.
+enum OutColumn {
+  o_run_id,
+  o_claim_token,
+  o_task_name,
+  o_params,
+  o_headers,
+  o_attempt,
+  o_checkpoint_seq,
+  o_wake_reason,
+  o_steps,
+  o_columns
+};
+
+struct Lease {
+  Datum run_id;
+  bool is_task;
+  ClaimedTaskFacts facts;
+  Datum cols[o_columns];
+  bool nulls[o_columns];
+  std::string wake_reason;
+};
+
+Datum claim_tasks(FunctionCallInfo fcinfo) {
+  require(fcinfo, 0, "queue");
+  ClaimRequest request;
+  request.policy.now = timestamp_arg(fcinfo, 4, "now");
+  request.policy.limit = int32_arg(fcinfo, 1, "claim_limit");
+  request.policy.orphan_ttl_ms = int64_arg(fcinfo, 2, "orphan_ttl_ms");
+  request.policy.max_claim_attempts = int32_arg(fcinfo, 3, "max_claim_attempts");
+  validate_claim_policy(request.policy);
+  request.queue = text_value(PG_GETARG_DATUM(0));
+  validate_queue(*request.queue);
+  const Micros now = request.policy.now;
+
+  call([&] { InitMaterializedSRF(fcinfo, 0); });
+  auto* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
+  const Datum lease_text = text_datum("lease");
+  const Datum poisoned_text = text_datum("poisoned");
+
+  spi_connect();
+  const std::vector<ClaimRow> claimed = claim_runs(request, lease_text, poisoned_text);
+  std::vector<std::string> ids;
+  std::unordered_map<std::string, const ClaimRow*> by_id;
+  for (const ClaimRow& row : claimed) {
+    if (!row.leased) continue;
+    ids.push_back(text_value(row.values[c_run_id]));
+    by_id.emplace(ids.back(), &row);
+  }
+  if (!ids.empty()) {
+    const Datum id_array = text_array(ids);
+    spi_prepare_generic(leases_statement);
+    const std::uint64_t rows = spi_execute(leases_statement, &id_array, nullptr);
+    std::vector<Lease> leases(rows);
+    for (std::uint64_t row = 0; row < rows; ++row) {
+      Lease& l = leases[row];
+      bool isnull = false;
+      l.run_id = spi_value(row, l_run_id, &isnull);
+      l.is_task = DatumGetBool(spi_value(row, l_is_task, &isnull));
+      l.facts.is_task = l.is_task;
+      l.facts.cancel_at = spi_timestamp(row, l_cancel_at);
+      l.facts.first_started_at = spi_timestamp(row, l_first_started_at);
+      l.facts.deadline_at = spi_timestamp(row, l_deadline_at);
+      const Datum max_duration = spi_value(row, l_max_duration_ms, &isnull);
+      if (!isnull) l.facts.max_duration_ms = DatumGetInt64(max_duration);
+      auto take = [&](OutColumn to, int from) { l.cols[to] = spi_value(row, from, &l.nulls[to]); };
+      take(o_run_id, l_run_id);
+      take(o_task_name, l_task_name);
+      take(o_params, l_params);
+      take(o_headers, l_headers);
+      take(o_attempt, l_attempt);
+      take(o_steps, l_steps);
+      const Datum reason = spi_value(row, l_wake_reason, &isnull);
+      if (!isnull) l.wake_reason = text_value(reason);
+      l.nulls[o_wake_reason] = isnull;
+    }
+    for (Lease& l : leases) {
+      const ClaimRow& claim = *by_id.at(text_value(l.run_id));
+      const Datum token = claim.values[c_claim_token];
+      switch (decide_claimed_task(l.facts, now)) {
+        case ClaimedTaskAction::hand_back: {
+          // A plain run sharing the queue: no attempt used, due again at once.
+          AbandonPolicy policy;
+          policy.expected_checkpoint_seq = DatumGetInt64(claim.values[c_checkpoint_seq]);
+          policy.now = now;
+          policy.retry_at = now;
+          policy.max_claim_abandons = 1;
+          policy.non_poisoning = true;
+          abandon_run(l.run_id, token_value(token), policy);
+          continue;
+        }
+        case ClaimedTaskAction::cancel_not_started:
+          cancel_held(l.run_id, token, kCancelAfter, now);
+          continue;
+        case ClaimedTaskAction::cancel_overdue:
+          cancel_held(l.run_id, token, kMaxDuration, now);
+          continue;
+        case ClaimedTaskAction::run:
+          break;
+      }
+      const FirstStart start = first_start(l.facts, now);
+      if (start.record) {
+        const Datum values[3] = {l.run_id, TimestampTzGetDatum(now),
+                                 TimestampTzGetDatum(start.deadline_at.value_or(0))};
+        const char nulls[4] = {' ', ' ', start.deadline_at ? ' ' : 'n', '\0'};
+        spi_execute(first_start_statement, values, nulls);
+      }
+      const int attempt = DatumGetInt32(claim.values[c_claim_attempt]);
+      l.cols[o_claim_token] = token;
+      l.nulls[o_claim_token] = false;
+      l.cols[o_checkpoint_seq] = claim.values[c_checkpoint_seq];
+      l.nulls[o_checkpoint_seq] = false;
+      const std::string reason = claimed_wake_reason(attempt, l.wake_reason);
+      if (!(attempt <= 1 && l.nulls[o_wake_reason])) {
+        l.cols[o_wake_reason] = text_datum(reason);
+        l.nulls[o_wake_reason] = false;
+      }
+      call([&] { tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, l.cols, l.nulls); });
+    }
+  }
+  spi_finish();
+  return Datum(0);
+}
+
+}  // namespace
+
+}  // namespace docket::pg
+
+DOCKET_FUNCTION(docket_claim_tasks, docket::pg::claim_tasks)

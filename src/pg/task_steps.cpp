@@ -1,0 +1,265 @@
+// complete_steps, complete_step and step_states. A step checkpoint is one
+// statement: the fenced claim refresh of every held task (run_id order), the
+// insert of their steps (the first value wins) and the stored values.
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/task.hpp"
+#include "pg/claim.hpp"
+#include "pg/datum.hpp"
+#include "pg/spi.hpp"
+#include "pg/task_store.hpp"
+
+namespace docket::pg {
+
+namespace {
+
+// $1..$4 the items (run_id, token, step_name, value) in input order, $5 now,
+// $6 the distinct run ids and $7 one token of each (run_id order). Returns per
+// item, in input order: held, stored (this call inserted it), the value.
+Statement steps_statement{
+    "WITH held AS (UPDATE docket.runs r SET claimed_at = greatest(r.claimed_at, $5)"
+    " WHERE r.run_id = ANY($6) AND r.claim_token = $7[array_position($6, r.run_id)]"
+    " AND r.graph_hash = 'task' AND (r.deadline_at IS NULL OR r.deadline_at > $5)"
+    " RETURNING r.run_id, r.claim_token),"
+    " items AS (SELECT * FROM unnest($1, $2, $3, $4) WITH ORDINALITY"
+    " AS i (run_id, token, step_name, value, ord)),"
+    " ins AS (INSERT INTO docket.task_steps AS s (run_id, step_name, value, completed_at)"
+    " SELECT i.run_id, i.step_name, i.value, $5 FROM items i"
+    " JOIN held h ON h.run_id = i.run_id AND h.claim_token = i.token"
+    " ORDER BY i.run_id, i.step_name"
+    " ON CONFLICT ON CONSTRAINT task_steps_pkey DO NOTHING"
+    " RETURNING s.run_id, s.step_name, s.value)"
+    " SELECT h.run_id IS NOT NULL, n.run_id IS NOT NULL, coalesce(n.value, s.value)"
+    " FROM items i LEFT JOIN held h ON h.run_id = i.run_id AND h.claim_token = i.token"
+    " LEFT JOIN ins n ON n.run_id = i.run_id AND n.step_name = i.step_name"
+    " LEFT JOIN docket.task_steps s ON s.run_id = i.run_id AND s.step_name = i.step_name"
+    " ORDER BY i.ord",
+    7,
+    {TEXTARRAYOID, UUIDARRAYOID, TEXTARRAYOID, JSONBARRAYOID, TIMESTAMPTZOID, TEXTARRAYOID,
+     UUIDARRAYOID},
+    nullptr};
+
+// A kept step stored by a transaction that committed after the statement's
+// snapshot: read it again.
+Statement step_value_statement{
+    "SELECT value FROM docket.task_steps WHERE run_id = $1 AND step_name = $2",
+    2,
+    {TEXTOID, TEXTOID},
+    nullptr};
+
+// step_states: the held row (locked, as every fenced call) and its steps;
+// no row = the fence missed, one row with a NULL name = no steps.
+Statement states_statement{
+    "SELECT s.step_name, s.value FROM docket.runs r"
+    " LEFT JOIN docket.task_steps s ON s.run_id = r.run_id"
+    " WHERE r.run_id = $1 AND r.claim_token = $2 AND r.graph_hash = 'task'"
+    " AND (r.deadline_at IS NULL OR r.deadline_at > $3)"
+    " ORDER BY s.step_name FOR UPDATE OF r",
+    3,
+    {TEXTOID, UUIDOID, TIMESTAMPTZOID},
+    nullptr};
+
+struct StepItem {
+  Datum run_id;
+  Datum token;
+  Datum step_name;
+  Datum value;
+};
+
+struct StepResult {
+  bool held = false;
+  bool stored = false;
+  bool value_null = true;
+  Datum value = Datum(0);
+};
+
+// Runs steps_statement for `items`; results in the same order. Values live in
+// SPI memory until spi_finish.
+std::vector<StepResult> store_steps(const std::vector<StepItem>& items, Micros now) {
+  const int n = static_cast<int>(items.size());
+  std::vector<Datum> ids(n), tokens(n), names(n), values(n);
+  std::vector<std::pair<std::string, std::size_t>> runs;  // distinct, first item
+  std::unordered_map<std::string, std::size_t> seen;
+  for (int i = 0; i < n; ++i) {
+    ids[i] = items[i].run_id;
+    tokens[i] = items[i].token;
+    names[i] = items[i].step_name;
+    values[i] = items[i].value;
+    std::string id = text_value(items[i].run_id);
+    if (seen.emplace(id, i).second) runs.emplace_back(std::move(id), i);
+  }
+  std::vector<Datum> run_ids, run_tokens;
+  for (const auto& [id, i] : runs) {
+    run_ids.push_back(items[i].run_id);
+    run_tokens.push_back(items[i].token);
+  }
+  bool* no_nulls = nullptr;
+  const Datum params[7] = {
+      make_array(ids.data(), no_nulls, n, TEXTOID),
+      make_array(tokens.data(), no_nulls, n, UUIDOID),
+      make_array(names.data(), no_nulls, n, TEXTOID),
+      make_array(values.data(), no_nulls, n, JSONBOID),
+      TimestampTzGetDatum(now),
+      make_array(run_ids.data(), no_nulls, static_cast<int>(run_ids.size()), TEXTOID),
+      make_array(run_tokens.data(), no_nulls, static_cast<int>(run_tokens.size()), UUIDOID)};
+  spi_prepare_generic(steps_statement);
+  const std::uint64_t rows = spi_execute(steps_statement, params, nullptr);
+  std::vector<StepResult> out(rows);
+  for (std::uint64_t row = 0; row < rows; ++row) {
+    bool isnull = false;
+    out[row].held = DatumGetBool(spi_value(row, 1, &isnull));
+    out[row].stored = DatumGetBool(spi_value(row, 2, &isnull));
+    out[row].value = spi_value(row, 3, &out[row].value_null);
+  }
+  for (int i = 0; i < n; ++i) {
+    StepResult& r = out[i];
+    if (r.held && r.value_null) {
+      const Datum key[2] = {items[i].run_id, items[i].step_name};
+      if (spi_execute(step_value_statement, key, nullptr) == 1)
+        r.value = spi_value(0, 1, &r.value_null);
+    }
+  }
+  return out;
+}
+
+Datum complete_steps(FunctionCallInfo fcinfo) {
+  const DatumArray ids = array_arg(fcinfo, 0, TEXTOID);
+  const DatumArray tokens = array_arg(fcinfo, 1, UUIDOID);
+  const DatumArray names = array_arg(fcinfo, 2, TEXTOID);
+  const DatumArray values = array_arg(fcinfo, 3, JSONBOID);
+  auto length = [](const DatumArray& a) {
+    return a.n < 0 ? std::nullopt : std::optional<std::size_t>(static_cast<std::size_t>(a.n));
+  };
+  validate_batch_lengths({length(ids), length(tokens), length(names), length(values)},
+                         {"run_ids", "claim_tokens", "step_names", "step_values"});
+  const int n = ids.n;
+  std::vector<BatchKey> keys(n);
+  for (int i = 0; i < n; ++i) {
+    if (!ids.nulls[i]) keys[i].run_id = text_value(ids.values[i]);
+    keys[i].has_token = !tokens.nulls[i];
+    if (!names.nulls[i]) keys[i].step_name = text_value(names.values[i]);
+  }
+  validate_batch_keys(keys, true);
+  for (int i = 0; i < n; ++i) {
+    check_name("step_name", keys[i].step_name);
+    if (values.nulls[i])
+      fail(Reason::bad_argument,
+           "step_values must not contain NULL (element " + std::to_string(i + 1) + ")");
+  }
+  const Micros now = store_now();
+
+  call([&] { InitMaterializedSRF(fcinfo, 0); });
+  auto* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
+  if (n == 0) return Datum(0);
+  std::vector<StepItem> items(n);
+  for (int i = 0; i < n; ++i)
+    items[i] = {ids.values[i], tokens.values[i], names.values[i], values.values[i]};
+
+  spi_connect();
+  std::vector<StepResult> results = store_steps(items, now);
+  std::vector<const char*> outcome(n, nullptr);
+  std::vector<std::string> missed;
+  for (int i = 0; i < n; ++i) {
+    if (results[i].held)
+      outcome[i] = results[i].stored ? "stored" : "kept";
+    else
+      missed.push_back(*keys[i].run_id);
+  }
+  if (!missed.empty()) {
+    // The misses, judged by the core from their committed rows.
+    std::unordered_map<std::string, TaskFacts> facts;
+    for (auto& [id, f] : read_tasks(text_array(missed))) facts.emplace(id, f);
+    std::unordered_map<std::string, bool> cancelled;  // by this call
+    for (int i = 0; i < n; ++i) {
+      if (results[i].held) continue;
+      const Token token = token_value(tokens.values[i]);
+      const std::string& id = *keys[i].run_id;
+      const auto it = facts.find(id);
+      TaskVerdict verdict =
+          cancelled.count(id)
+              ? TaskVerdict::cancelled
+              : judge_task(it == facts.end() ? std::nullopt : std::optional<TaskFacts>(it->second),
+                           token, now, false);
+      if (verdict == TaskVerdict::held || verdict == TaskVerdict::overdue) {
+        // Changing after the statement looked, another token of the same run
+        // in this batch, or overdue: judge under the lock.
+        verdict = judge_task(lock_task(ids.values[i]), token, now, false);
+        if (verdict == TaskVerdict::overdue) {
+          cancel_held(ids.values[i], tokens.values[i], kMaxDuration, now);
+          cancelled[id] = true;
+        } else if (verdict == TaskVerdict::held) {
+          results[i] = store_steps({items[i]}, now).at(0);
+          if (results[i].held) {
+            outcome[i] = results[i].stored ? "stored" : "kept";
+            continue;
+          }
+          verdict = TaskVerdict::stale;
+        }
+      }
+      outcome[i] = batch_outcome(verdict);
+      results[i].value_null = true;
+    }
+  }
+  for (int i = 0; i < n; ++i) {
+    Datum row[4] = {ids.values[i], names.values[i], text_datum(outcome[i]), results[i].value};
+    bool nulls[4] = {false, false, false, results[i].value_null};
+    call([&] { tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, nulls); });
+  }
+  spi_finish();
+  return Datum(0);
+}
+
+Datum complete_step(FunctionCallInfo fcinfo) {
+  check_name("step_name", optional_text_arg(fcinfo, 2));
+  require(fcinfo, 3, "value");
+  require(fcinfo, 0, "run_id");
+  require(fcinfo, 1, "claim_token");
+  const Micros now = store_now();
+  const StepItem item{PG_GETARG_DATUM(0), PG_GETARG_DATUM(1), PG_GETARG_DATUM(2),
+                      PG_GETARG_DATUM(3)};
+  spi_connect();
+  StepResult result = store_steps({item}, now).at(0);
+  if (!result.held) {
+    judge_locked(item.run_id, token_value(item.token), now, false);
+    result = store_steps({item}, now).at(0);  // held after all: store under the lock
+  }
+  const Datum out = result.value_null ? Datum(0) : spi_transfer(result.value, false, -1);
+  spi_finish();
+  if (result.value_null) PG_RETURN_NULL();
+  PG_RETURN_DATUM(out);
+}
+
+Datum step_states(FunctionCallInfo fcinfo) {
+  require(fcinfo, 0, "run_id");
+  require(fcinfo, 1, "claim_token");
+  const Micros now = store_now();
+  call([&] { InitMaterializedSRF(fcinfo, 0); });
+  auto* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
+  const Datum values[3] = {PG_GETARG_DATUM(0), PG_GETARG_DATUM(1), TimestampTzGetDatum(now)};
+  spi_connect();
+  std::uint64_t rows = spi_execute(states_statement, values, nullptr);
+  if (rows == 0) {
+    judge_locked(values[0], token_value(values[1]), now, false);
+    rows = spi_execute(states_statement, values, nullptr);
+  }
+  for (std::uint64_t row = 0; row < rows; ++row) {
+    Datum out[2];
+    bool nulls[2];
+    out[0] = spi_value(row, 1, &nulls[0]);
+    if (nulls[0]) break;  // no steps
+    out[1] = spi_value(row, 2, &nulls[1]);
+    call([&] { tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, nulls); });
+  }
+  spi_finish();
+  return Datum(0);
+}
+
+}  // namespace
+
+}  // namespace docket::pg
+
+DOCKET_FUNCTION(docket_complete_steps, docket::pg::complete_steps)
+DOCKET_FUNCTION(docket_complete_step, docket::pg::complete_step)
+DOCKET_FUNCTION(docket_step_states, docket::pg::step_states)
