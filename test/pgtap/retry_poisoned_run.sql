@@ -107,7 +107,8 @@ SELECT is(docket.retry_poisoned_run('tenantless', 'p', pg_temp.t(100)), pg_temp.
   'recovery returns the stored document');
 SELECT is(pg_temp.ops('p'),
   jsonb_build_object('wake_at', pg_temp.t(100), 'claim_token', NULL, 'claimed_at', NULL,
-                     'claim_attempts', 0, 'claim_abandons', 0, 'poisoned_at', NULL, 'poison_reason', NULL),
+                     'claim_attempts', 0, 'claim_abandons', 0, 'poisoned_at', NULL, 'poison_reason', NULL,
+                     'deadline_at', NULL),
   'poison facts cleared, counters reset, an immediate wake at now (the argument)');
 SELECT is(pg_temp.fixed('p'), (SELECT jsonb_path_query(s, '$[*] ? (@.run_id == "p")') FROM snaps WHERE name = 'all')
   - '{wake_at,claim_token,claimed_at,claim_attempts,claim_abandons,poisoned_at,poison_reason}'::text[],
@@ -134,7 +135,8 @@ UPDATE docket.runs SET claim_token = gen_random_uuid(), claimed_at = pg_temp.t(4
 SELECT lives_ok($$SELECT docket.retry_poisoned_run('system', 'pc', '2030-01-01 00:01:00Z')$$, 'recover pc');
 SELECT is(pg_temp.ops('pc'),
   jsonb_build_object('wake_at', pg_temp.t(60), 'claim_token', NULL, 'claimed_at', NULL,
-                     'claim_attempts', 0, 'claim_abandons', 0, 'poisoned_at', NULL, 'poison_reason', NULL),
+                     'claim_attempts', 0, 'claim_abandons', 0, 'poisoned_at', NULL, 'poison_reason', NULL,
+                     'deadline_at', NULL),
   'claim and abandon count cleared too');
 
 -- Poisoned by abandons.
@@ -148,7 +150,8 @@ SELECT is(docket.abandon_claim('pa', (SELECT claim_token FROM docket.runs WHERE 
 SELECT is(docket.retry_poisoned_run('system', 'pa', pg_temp.t(3))->>'id', 'pa', 'recover pa');
 SELECT is(pg_temp.ops('pa'),
   jsonb_build_object('wake_at', pg_temp.t(3), 'claim_token', NULL, 'claimed_at', NULL,
-                     'claim_attempts', 0, 'claim_abandons', 0, 'poisoned_at', NULL, 'poison_reason', NULL),
+                     'claim_attempts', 0, 'claim_abandons', 0, 'poisoned_at', NULL, 'poison_reason', NULL,
+                     'deadline_at', NULL),
   'a run poisoned by abandons is recovered the same way');
 
 -------------------------------------------------------------------------------

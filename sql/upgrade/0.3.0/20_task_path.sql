@@ -81,3 +81,73 @@ REVOKE ALL ON FUNCTION docket.claim_tasks(text, int, bigint, int, timestamptz),
   docket.complete_step(text, uuid, text, jsonb),
   docket.complete_steps(text[], uuid[], text[], jsonb[]),
   docket.step_states(text, uuid) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION docket.heartbeat(run_id text, claim_token uuid) RETURNS void
+  LANGUAGE c VOLATILE
+  SET search_path = pg_catalog, pg_temp
+  AS 'MODULE_PATHNAME', 'docket_heartbeat';
+COMMENT ON FUNCTION docket.heartbeat(text, uuid) IS
+  'Extends a running task''s claim (DK001 stale, DK010 cancelled or overdue).';
+
+-- fail_task gains retry (DESIGN.md): false fails the task for good.
+DROP FUNCTION docket.fail_task(text, uuid, jsonb);
+CREATE FUNCTION docket.fail_task(run_id text, claim_token uuid, error jsonb,
+                                 retry boolean DEFAULT true)
+  RETURNS TABLE (disposition text, retry_at timestamptz)
+  LANGUAGE c VOLATILE
+  SET search_path = pg_catalog, pg_temp
+  AS 'MODULE_PATHNAME', 'docket_fail_task';
+COMMENT ON FUNCTION docket.fail_task(text, uuid, jsonb, boolean) IS
+  'Records a failed attempt under the claim token; the task''s retry policy and attempt budget decide: retry_scheduled (with retry_at), failed (also at once with retry => false), or cancelled (past max_duration_ms).';
+
+CREATE OR REPLACE FUNCTION docket.defer_task(run_id text, claim_token uuid,
+                                             max_defers int DEFAULT 20,
+                                             base_ms int DEFAULT 1000, cap_ms int DEFAULT 60000)
+  RETURNS text
+  LANGUAGE c VOLATILE
+  SET search_path = pg_catalog, pg_temp
+  AS 'MODULE_PATHNAME', 'docket_defer_task';
+COMMENT ON FUNCTION docket.defer_task(text, uuid, int, int, int) IS
+  'Hands a claimed task back without using an attempt (for a worker that does not know its task name): run-store abandon_claim with a jittered backoff of base_ms * 2^defers capped at cap_ms; poisoned after max_defers. Returns rescheduled, poisoned or stale.';
+
+CREATE OR REPLACE FUNCTION docket.sleep_until(run_id text, claim_token uuid, step_name text,
+                                              wake_at timestamptz)
+  RETURNS TABLE (status text, resume_at timestamptz)
+  LANGUAGE c VOLATILE
+  SET search_path = pg_catalog, pg_temp
+  AS 'MODULE_PATHNAME', 'docket_sleep_until';
+COMMENT ON FUNCTION docket.sleep_until(text, uuid, text, timestamptz) IS
+  'Durable sleep: records the wake time as a step (a replay keeps the first one) and releases the claim until then (status suspended), or returns elapsed when the time has come.';
+
+CREATE OR REPLACE FUNCTION docket.await_event(run_id text, claim_token uuid, step_name text,
+                                              event_name text, timeout_ms bigint DEFAULT NULL)
+  RETURNS TABLE (status text, payload jsonb)
+  LANGUAGE c VOLATILE
+  SET search_path = pg_catalog, pg_temp
+  AS 'MODULE_PATHNAME', 'docket_await_event';
+COMMENT ON FUNCTION docket.await_event(text, uuid, text, text, bigint) IS
+  'Waits for an event in the task''s scope: received (with the payload) at once if it was emitted, timeout once timeout_ms has passed, else suspended (claim released until the event or the timeout). The outcome is stored as the step''s result, so a replay sees the same outcome.';
+
+CREATE OR REPLACE FUNCTION docket.await_task(run_id text, claim_token uuid, step_name text,
+                                             child_run_id text)
+  RETURNS TABLE (status text, outcome jsonb)
+  LANGUAGE c VOLATILE
+  SET search_path = pg_catalog, pg_temp
+  AS 'MODULE_PATHNAME', 'docket_await_task';
+COMMENT ON FUNCTION docket.await_task(text, uuid, text, text) IS
+  'Joins a child task: its outcome {state, result, error} once it has finished (stored as the step''s result), else suspended (claim released) until it finishes. No polling, no held worker slot.';
+
+REVOKE ALL ON FUNCTION docket.heartbeat(text, uuid), docket.fail_task(text, uuid, jsonb, boolean),
+  docket.defer_task(text, uuid, int, int, int), docket.sleep_until(text, uuid, text, timestamptz),
+  docket.await_event(text, uuid, text, text, bigint), docket.await_task(text, uuid, text, text)
+  FROM PUBLIC;
+
+-- The plpgsql fence and commit helpers of 0.2.0 have no caller left (spawn_task,
+-- emit_event, cancel_task, task_result and cleanup keep theirs).
+DROP FUNCTION docket._task_lock(text, uuid, boolean);
+DROP FUNCTION docket._task_settle_wait(text, uuid, text, jsonb, timestamptz);
+DROP FUNCTION docket._task_cancel_held(text, text);
+DROP FUNCTION docket._task_commit(docket.runs, jsonb, docket.checkpoint_type, text, timestamptz);
+DROP FUNCTION docket._check_claim(text, uuid);
+DROP FUNCTION docket._step_kind_mismatch(text, text);
+DROP FUNCTION docket._retry_delay_ms(jsonb, int);
