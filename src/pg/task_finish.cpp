@@ -75,7 +75,8 @@ Datum fail_task(FunctionCallInfo fcinfo) {
   require(fcinfo, 2, "error");
   require(fcinfo, 0, "run_id");
   require(fcinfo, 1, "claim_token");
-  const bool retry_allowed = arg_is_null(fcinfo, 3) ? true : PG_GETARG_BOOL(3);
+  require(fcinfo, 3, "retry");
+  const bool retry_allowed = PG_GETARG_BOOL(3);
   const Datum run_id = PG_GETARG_DATUM(0);
   const Datum token = PG_GETARG_DATUM(1);
   const Datum error = PG_GETARG_DATUM(2);

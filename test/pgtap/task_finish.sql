@@ -2,7 +2,7 @@
 -- kind, jitter bounds, the attempt budget), cancel_task, task_result in every
 -- state, defer_task. Times are in 2040, passed as `now` and set as docket.fake_now.
 BEGIN;
-SELECT plan(160);
+SELECT plan(163);
 
 CREATE FUNCTION pg_temp.t(s double precision) RETURNS timestamptz
   LANGUAGE sql IMMUTABLE AS $$ SELECT '2040-01-01 00:00:00+00'::timestamptz + make_interval(secs => s) $$;
@@ -236,6 +236,17 @@ SELECT is(pg_temp.claim('qf', 199), '', 'a failed task is never claimed again');
 SELECT pg_temp.spawn('f1', 'qf1', '{"max_attempts": 1}');
 SELECT pg_temp.claim('qf1', 200);
 SELECT is(pg_temp.fail('f1', 200), 'failed:', 'max_attempts 1: the first failure is final');
+
+-- retry => false: failed for good, whatever attempts remain; NULL is a bad argument.
+SELECT pg_temp.spawn('f2', 'qf2', '{"max_attempts": 5}');
+SELECT pg_temp.claim('qf2', 200);
+SELECT throws_ok($$SELECT * FROM docket.fail_task(pg_temp.id('f2'), pg_temp.tok('f2'), '"e"', NULL)$$, '22023',
+  'bad_argument: retry must not be NULL', 'fail_task: NULL retry');
+SELECT is((SELECT (f.disposition, f.retry_at)::text
+             FROM docket.fail_task(pg_temp.id('f2'), pg_temp.tok('f2'), '"fatal"', retry => false) f),
+  '(failed,)', 'retry => false: failed at once with 4 attempts left');
+SELECT is((SELECT status || ' ' || (document -> 'error')::text FROM docket.runs WHERE run_id = pg_temp.id('f2')),
+  'failed "fatal"', 'the run: failed with the error');
 
 -- Every kind, every delay (each round claims the task when due and fails it).
 SELECT pg_temp.at(300);
