@@ -7,7 +7,7 @@
 --     (pg_stat_get_xact_blocks_fetched), which must stay a handful while the
 --     tables span hundreds of pages, whatever statements the functions use.
 BEGIN;
-SELECT plan(40);
+SELECT plan(41);
 
 -------------------------------------------------------------------------------
 -- Helpers
@@ -179,7 +179,10 @@ SELECT is(pg_temp.indexes($$EXECUTE tap_leases('{r20001,r20002,r20003}')$$), 'ru
   'claim_tasks leases (generic plan): runs, tasks and steps by primary key');
 SELECT is(pg_temp.seqscans($$EXECUTE tap_leases('{r20001,r20002,r20003}')$$), '', 'no sequential scan');
 
--- complete_tasks: one fenced UPDATE over run_id = ANY (btree order: run_id order)
+-- complete_tasks: one fenced UPDATE over run_id = ANY; a btree index scan (never a
+-- bitmap scan, whose heap order is physical) locks in run_id order. The functions
+-- plan it with enable_bitmapscan = off.
+SET enable_bitmapscan = off;
 PREPARE tap_complete(text[], uuid[], jsonb[], timestamptz, text, text) AS
   UPDATE docket.runs r SET document = (r.document - 'waiting')
          || jsonb_build_object('status', $5::text, 'result', $3[array_position($1, r.run_id)],
@@ -194,9 +197,9 @@ PREPARE tap_complete(text[], uuid[], jsonb[], timestamptz, text, text) AS
 SELECT is(pg_temp.index_cond($$EXECUTE tap_complete('{r20001,r20002}', ARRAY[gen_random_uuid(), gen_random_uuid()],
                                                    '{1,2}', '2040-03-01Z', 'completed', 'run_completed')$$, 'runs_pkey'),
   '(run_id = ANY ($1))', 'complete_tasks (generic plan): runs_pkey on run_id = ANY($1)');
-SELECT is(pg_temp.seqscans($$EXECUTE tap_complete('{r20001,r20002}', ARRAY[gen_random_uuid(), gen_random_uuid()],
-                                                '{1,2}', '2040-03-01Z', 'completed', 'run_completed')$$), '',
-  'no sequential scan');
+SELECT is((SELECT string_agg(n ->> 'Node Type', ',') FROM pg_temp.nodes($$EXECUTE tap_complete('{r20001,r20002}',
+             ARRAY[gen_random_uuid(), gen_random_uuid()], '{1,2}', '2040-03-01Z', 'completed', 'run_completed')$$) n),
+  'ModifyTable,Index Scan', 'complete_tasks: an index scan (run_id order), no bitmap or sequential scan');
 
 -- complete_steps / complete_step: fenced refresh, insert, stored values in one statement
 PREPARE tap_steps_batch(text[], uuid[], text[], jsonb[], timestamptz, text[], uuid[]) AS
@@ -221,8 +224,14 @@ SELECT is(pg_temp.indexes($$EXECUTE tap_steps_batch('{r20001}', ARRAY[gen_random
   'complete_steps (generic plan): runs and steps by primary key');
 SELECT is(pg_temp.seqscans($$EXECUTE tap_steps_batch('{r20001}', ARRAY[gen_random_uuid()], '{s}', '{1}', '2040-03-01Z',
                                                    '{r20001}', ARRAY[gen_random_uuid()])$$), '', 'no sequential scan');
+SELECT ok(NOT EXISTS (SELECT 1 FROM pg_temp.nodes($$EXECUTE tap_steps_batch('{r20001}', ARRAY[gen_random_uuid()], '{s}',
+            '{1}', '2040-03-01Z', '{r20001}', ARRAY[gen_random_uuid()])$$) n
+           WHERE n ->> 'Node Type' LIKE 'Bitmap%' OR (n ->> 'Node Type' = 'Seq Scan' AND n ->> 'Relation Name' = 'runs')),
+  'complete_steps: the runs are refreshed through an index scan (run_id order)');
 
--- finishing: the tasks' own waiters, and their parents by child run id
+
+-- finishing: the tasks' own waiters, and their parents by child run id (planned
+-- within complete_task(s), with bitmap scans off)
 PREPARE tap_release(text[]) AS
   WITH own AS (DELETE FROM docket.task_waits w WHERE w.run_id = ANY($1)),
        parents AS (DELETE FROM docket.task_waits w WHERE w.kind = 'child' AND w.target = ANY($1)
@@ -231,6 +240,7 @@ PREPARE tap_release(text[]) AS
 SELECT is(pg_temp.indexes($$EXECUTE tap_release('{r20001,c20001-1}')$$), 'task_waits_child,task_waits_pkey',
   'finishing (generic plan): own waiters by task_waits_pkey, parents by task_waits_child');
 SELECT is(pg_temp.seqscans($$EXECUTE tap_release('{r20001,c20001-1}')$$), '', 'no sequential scan');
+RESET enable_bitmapscan;
 
 -------------------------------------------------------------------------------
 -- cleanup: finished runs by age through runs_finished
