@@ -101,6 +101,16 @@ std::string claimed_wake_reason(int claim_attempt, const std::string& stored_rea
   return claim_attempt > 1 ? std::string("recovered") : stored_reason;
 }
 
+Micros heartbeat_claimed_at(Micros now, std::optional<std::int64_t> extend_ms) noexcept {
+  return extend_ms ? add_millis(now, *extend_ms) : now;
+}
+
+void validate_extend_ms(std::optional<std::int64_t> extend_ms) {
+  if (extend_ms && (*extend_ms < 0 || *extend_ms > kMaxDurationMs))
+    fail(Reason::bad_argument,
+         "extend_ms must be between 0 and " + std::to_string(kMaxDurationMs) + " (ten years)");
+}
+
 std::int64_t retry_delay_ms(const RetryPolicy& policy, int failed_attempt,
                             double random_fraction) noexcept {
   const double ceiling = static_cast<double>(kMaxRetryDelayMs);

@@ -118,6 +118,14 @@ FirstStart first_start(const ClaimedTaskFacts& facts, Micros now) noexcept;
 // The wake_reason a runner sees: recovered when an earlier claim expired.
 std::string claimed_wake_reason(int claim_attempt, const std::string& stored_reason);
 
+// heartbeat: the claim time it writes (only ever forward). With extend_ms the
+// claim time is now + extend_ms, so the claim cannot expire before then
+// whatever TTL a claimer passes (expiry is now - claimed_at > ttl).
+Micros heartbeat_claimed_at(Micros now, std::optional<std::int64_t> extend_ms) noexcept;
+
+// Raises bad_argument unless extend_ms is NULL or within [0, kMaxDurationMs].
+void validate_extend_ms(std::optional<std::int64_t> extend_ms);
+
 // ---------------------------------------------------------------------------
 // Retries and defers
 // ---------------------------------------------------------------------------

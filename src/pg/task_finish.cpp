@@ -15,13 +15,15 @@ namespace docket::pg {
 
 namespace {
 
-// The fenced claim refresh: only forward.
+// The fenced claim refresh, only forward: to $4 (now, or now + extend_ms: a
+// claim time in the future keeps the claim from expiring before it, whatever
+// TTL a claimer passes), fenced at $3 (now).
 Statement refresh_statement{
-    "UPDATE docket.runs SET claimed_at = greatest(claimed_at, $3)"
+    "UPDATE docket.runs SET claimed_at = greatest(claimed_at, $4)"
     " WHERE run_id = $1 AND claim_token = $2 AND graph_hash = 'task'"
     " AND (deadline_at IS NULL OR deadline_at > $3)",
-    3,
-    {TEXTOID, UUIDOID, TIMESTAMPTZOID},
+    4,
+    {TEXTOID, UUIDOID, TIMESTAMPTZOID, TIMESTAMPTZOID},
     nullptr};
 
 // fail_task's look at the locked run: the fence's facts, the failed attempt
@@ -53,8 +55,12 @@ double random_fraction() {
 Datum heartbeat(FunctionCallInfo fcinfo) {
   require(fcinfo, 0, "run_id");
   require(fcinfo, 1, "claim_token");
+  std::optional<std::int64_t> extend_ms;
+  if (!arg_is_null(fcinfo, 2)) extend_ms = PG_GETARG_INT64(2);
+  validate_extend_ms(extend_ms);
   const Micros now = store_now();
-  const Datum values[3] = {PG_GETARG_DATUM(0), PG_GETARG_DATUM(1), TimestampTzGetDatum(now)};
+  const Datum values[4] = {PG_GETARG_DATUM(0), PG_GETARG_DATUM(1), TimestampTzGetDatum(now),
+                           TimestampTzGetDatum(heartbeat_claimed_at(now, extend_ms))};
   spi_connect();
   if (spi_execute(refresh_statement, values, nullptr) == 0) {
     judge_locked(values[0], token_value(values[1]), now, false);

@@ -4,7 +4,7 @@
 -- retries and recoveries and replay on the next attempt. The clock is
 -- docket.fake_now in 2041, far from the real one; claims pass the same `now`.
 BEGIN;
-SELECT plan(79);
+SELECT plan(84);
 SET LOCAL timezone = 'UTC';
 
 -------------------------------------------------------------------------------
@@ -237,6 +237,24 @@ SELECT throws_ok($$SELECT docket.complete_step(pg_temp.id('a'), pg_temp.tok('a')
   '22023', 'bad_argument: value must not be NULL', 'complete_step: NULL value (use JSON null)');
 SELECT is((SELECT count(*) FROM docket.task_steps WHERE step_name = 'x'), 0::bigint,
   'no step was stored for the NULL value');
+
+-------------------------------------------------------------------------------
+-- heartbeat(extend_ms): the claim does not expire before now + extend_ms
+-------------------------------------------------------------------------------
+SELECT pg_temp.at(1000);
+SELECT pg_temp.spawn('hb');
+SELECT pg_temp.claim('hb', 1000);
+SELECT throws_ok($$SELECT docket.heartbeat(pg_temp.id('hb'), pg_temp.tok('hb'), -1)$$, '22023',
+  'bad_argument: extend_ms must be between 0 and 315360000000 (ten years)', 'heartbeat: negative extend_ms');
+SELECT pg_temp.at(1001);
+SELECT lives_ok($$SELECT docket.heartbeat(pg_temp.id('hb'), pg_temp.tok('hb'), extend_ms => 120000)$$,
+  'heartbeat with extend_ms 120 s');
+SELECT is(pg_temp.claim('hb', 1120), NULL, 'not expired before now + extend_ms, though the lease is 30 s');
+SELECT pg_temp.at(1050);
+SELECT docket.heartbeat(pg_temp.id('hb'), pg_temp.tok('hb'));
+SELECT is((pg_temp.r('hb')).claimed_at, pg_temp.t(1121), 'a plain heartbeat never shortens the extension');
+SELECT is(pg_temp.claim('hb', 1151.000001) ->> 'wake_reason', 'recovered',
+  'expired once extend_ms and the claimer''s TTL have passed');
 
 SELECT * FROM finish();
 ROLLBACK;

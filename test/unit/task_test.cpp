@@ -144,6 +144,16 @@ TEST(TaskClaim, WakeReason) {
   EXPECT_EQ(claimed_wake_reason(2, "sleep"), "recovered");
 }
 
+TEST(TaskHeartbeat, ExtendMs) {
+  EXPECT_EQ(heartbeat_claimed_at(kNow, std::nullopt), kNow);
+  EXPECT_EQ(heartbeat_claimed_at(kNow, 2500), kNow + 2'500'000);
+  EXPECT_NO_THROW(validate_extend_ms(std::nullopt));
+  EXPECT_NO_THROW(validate_extend_ms(0));
+  EXPECT_NO_THROW(validate_extend_ms(kMaxDurationMs));
+  expect_error([] { validate_extend_ms(-1); }, Reason::bad_argument, "extend_ms must be between 0");
+  expect_error([] { validate_extend_ms(kMaxDurationMs + 1); }, Reason::bad_argument);
+}
+
 TEST(TaskRetry, Kinds) {
   RetryPolicy p;
   p.kind = RetryKind::none;

@@ -92,12 +92,15 @@ REVOKE ALL ON FUNCTION docket.claim_tasks(text, int, bigint, int, timestamptz),
   docket.complete_steps(text[], uuid[], text[], jsonb[]),
   docket.step_states(text, uuid) FROM PUBLIC;
 
-CREATE OR REPLACE FUNCTION docket.heartbeat(run_id text, claim_token uuid) RETURNS void
+-- heartbeat gains extend_ms (DESIGN.md).
+DROP FUNCTION docket.heartbeat(text, uuid);
+CREATE FUNCTION docket.heartbeat(run_id text, claim_token uuid, extend_ms bigint DEFAULT NULL)
+  RETURNS void
   LANGUAGE c VOLATILE
   SET search_path = pg_catalog, pg_temp
   AS 'MODULE_PATHNAME', 'docket_heartbeat';
-COMMENT ON FUNCTION docket.heartbeat(text, uuid) IS
-  'Extends a running task''s claim (DK001 stale, DK010 cancelled or overdue).';
+COMMENT ON FUNCTION docket.heartbeat(text, uuid, bigint) IS
+  'Extends a running task''s claim (DK001 stale, DK010 cancelled or overdue). With extend_ms (0 .. ten years) the claim does not expire before now + extend_ms, whatever TTL a claimer passes.';
 
 -- fail_task gains retry (DESIGN.md): false fails the task for good.
 DROP FUNCTION docket.fail_task(text, uuid, jsonb);
@@ -147,7 +150,7 @@ CREATE OR REPLACE FUNCTION docket.await_task(run_id text, claim_token uuid, step
 COMMENT ON FUNCTION docket.await_task(text, uuid, text, text) IS
   'Joins a child task: its outcome {state, result, error} once it has finished (stored as the step''s result), else suspended (claim released) until it finishes. No polling, no held worker slot.';
 
-REVOKE ALL ON FUNCTION docket.heartbeat(text, uuid), docket.fail_task(text, uuid, jsonb, boolean),
+REVOKE ALL ON FUNCTION docket.heartbeat(text, uuid, bigint), docket.fail_task(text, uuid, jsonb, boolean),
   docket.defer_task(text, uuid, int, int, int), docket.sleep_until(text, uuid, text, timestamptz),
   docket.await_event(text, uuid, text, text, bigint), docket.await_task(text, uuid, text, text)
   FROM PUBLIC;
