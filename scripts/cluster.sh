@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # A throwaway PostgreSQL 15 cluster on loopback, run as the postgres user.
 #   scripts/cluster.sh start|stop|status      (DOCKET_PGPORT, DOCKET_PGDATA override)
+# DOCKET_FSYNC=on|off (default off): durability. off (tests) sets fsync,
+# synchronous_commit and full_page_writes off for speed; on (benchmarks) keeps
+# production durability: all three on.
 # Clients then use: PGHOST=127.0.0.1 PGPORT=$DOCKET_PGPORT PGUSER=postgres
 set -euo pipefail
 
@@ -9,6 +12,14 @@ PGBIN=$(pg_config --bindir 2>/dev/null || echo /usr/lib/postgresql/15/bin)
 PORT=${DOCKET_PGPORT:-54329}
 DATA=${DOCKET_PGDATA:-/tmp/docket-cluster-$PORT}
 LOG="$DATA.log"
+FSYNC=${DOCKET_FSYNC:-off}
+case "$FSYNC" in
+  on | off) ;;
+  *)
+    echo "DOCKET_FSYNC must be on or off, not '$FSYNC'" >&2
+    exit 2
+    ;;
+esac
 
 as_postgres() {
   if [ "$(id -u)" = 0 ]; then
@@ -32,16 +43,16 @@ case "${1:-}" in
 listen_addresses = '127.0.0.1'
 port = $PORT
 unix_socket_directories = '/tmp'
-fsync = off
-synchronous_commit = off
-full_page_writes = off
+fsync = $FSYNC
+synchronous_commit = $FSYNC
+full_page_writes = $FSYNC
 max_connections = 120
 shared_buffers = 512MB
 max_prepared_transactions = 10
 log_min_messages = warning
 CONF
     as_postgres "$PGBIN/pg_ctl" -D "$DATA" -l "$LOG" -w -t 60 start >/dev/null
-    echo "cluster up on 127.0.0.1:$PORT ($DATA)"
+    echo "cluster up on 127.0.0.1:$PORT ($DATA, fsync $FSYNC)"
     ;;
   stop)
     if [ -f "$DATA/postmaster.pid" ]; then

@@ -27,7 +27,9 @@ PGBIN=$(pg_config --bindir)
 if [ "${BENCH_INSTALL:-1}" = 1 ]; then
   flock /tmp/docket-build.lock make -s install >/dev/null
 fi
-DOCKET_PGPORT=$PORT bash scripts/cluster.sh start
+# Production durability (fsync, synchronous_commit, full_page_writes on) unless
+# BENCH_FSYNC=off.
+DOCKET_FSYNC=${BENCH_FSYNC:-on} DOCKET_PGPORT=$PORT bash scripts/cluster.sh start
 trap 'DOCKET_PGPORT=$PORT bash scripts/cluster.sh stop' EXIT
 # No autovacuum surprises mid-phase; the driver vacuums between phases.
 psql -X -q -c "ALTER SYSTEM SET autovacuum = off" -c "SELECT pg_reload_conf()" >/dev/null

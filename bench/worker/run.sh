@@ -45,7 +45,9 @@ cmake -S client -B "$BUILD" >/dev/null
 cmake --build "$BUILD" -j2 --target bench_worker >/dev/null
 BENCH=$BUILD/bench_worker
 
-DOCKET_PGPORT=$PORT bash scripts/cluster.sh start
+# Production durability (fsync, synchronous_commit, full_page_writes on) unless
+# BENCH_FSYNC=off.
+DOCKET_FSYNC=${BENCH_FSYNC:-on} DOCKET_PGPORT=$PORT bash scripts/cluster.sh start
 trap 'DOCKET_PGPORT=$PORT bash scripts/cluster.sh stop' EXIT
 # Autovacuum stays on: a drain of 100,000 tasks runs for minutes and leaves a dead
 # row version per claim and per completion, as a real queue does. The driver also
