@@ -7,6 +7,14 @@
 //       connections are open); one task spawned (and committed) every
 //       INTERVAL_MS; the wake-to-start latency is from just before the spawn's
 //       COMMIT to the handler's first instruction.
+//   bench_worker drain-steps DSN QUEUE CONCURRENCY TASKS STEPS
+//       As drain, but each task's handler runs STEPS checkpointed steps
+//       (Context::step) before it returns.
+//   bench_worker wake DSN QUEUE trickle|burst COUNT INTERVAL_MS BURST
+//       Wake-to-start latency into an idle pool with the default WorkerPoolOptions
+//       and the spawner's default session settings: trickle spawns COUNT tasks one
+//       per transaction every INTERVAL_MS; burst spawns COUNT tasks in transactions
+//       of BURST tasks every INTERVAL_MS. Latency as for latency.
 //   bench_worker rawloop DSN THREADS BATCH JOBS
 //       The raw SKIP LOCKED loop as a client would run it (bench/claim's
 //       bench.raw_jobs): THREADS connections, each claiming BATCH jobs in one
@@ -51,14 +59,13 @@ docket::WorkerPoolOptions pool_options(const std::string& dsn, const std::string
   return options;
 }
 
-int drain(const std::string& dsn, const std::string& queue, int concurrency, long tasks) {
+// Runs a pool over `catalog` until `tasks` tasks completed; returns the seconds
+// from start() to the last completion and the counters at that moment.
+double drain_pool(docket::TaskCatalog catalog, const std::string& dsn, const std::string& queue,
+                  int concurrency, long tasks, docket::PoolCounters& counters) {
   docket::WorkerPoolOptions options = pool_options(dsn, queue, concurrency);
   options.poll_interval = 1000ms;
-  docket::WorkerPool pool(
-      docket::TaskCatalog::Builder()
-          .add("noop", [](docket::Context&, const docket::Json&) { return docket::Json(); })
-          .build(),
-      options);
+  docket::WorkerPool pool(std::move(catalog), options);
   const Clock::time_point start = Clock::now();
   pool.start();
   while (pool.counters().completed < static_cast<std::uint64_t>(tasks)) {
@@ -66,10 +73,43 @@ int drain(const std::string& dsn, const std::string& queue, int concurrency, lon
     std::this_thread::sleep_for(2ms);
   }
   const double elapsed = seconds_since(start);
-  const docket::PoolCounters counters = pool.counters();
+  counters = pool.counters();
   pool.stop();
+  return elapsed;
+}
+
+int drain(const std::string& dsn, const std::string& queue, int concurrency, long tasks) {
+  docket::PoolCounters counters;
+  const double elapsed = drain_pool(
+      docket::TaskCatalog::Builder()
+          .add("noop", [](docket::Context&, const docket::Json&) { return docket::Json(); })
+          .build(),
+      dsn, queue, concurrency, tasks, counters);
   std::printf("drain concurrency=%d tasks=%ld seconds=%.2f tasks_per_s=%.0f claim_ms=%.2f\n",
               concurrency, tasks, elapsed, tasks / elapsed, counters.claim_latency_ms);
+  return 0;
+}
+
+// Tasks named "steps": the handler checkpoints `steps` steps (each stores its
+// index), then returns.
+int drain_steps(const std::string& dsn, const std::string& queue, int concurrency, long tasks,
+                int steps) {
+  docket::PoolCounters counters;
+  const double elapsed =
+      drain_pool(docket::TaskCatalog::Builder()
+                     .add("steps",
+                          [steps](docket::Context& ctx, const docket::Json&) {
+                            for (int i = 1; i <= steps; ++i)
+                              ctx.step("s" + std::to_string(i), [i] { return docket::Json(i); });
+                            return docket::Json();
+                          })
+                     .build(),
+                 dsn, queue, concurrency, tasks, counters);
+  std::printf(
+      "drain_steps concurrency=%d tasks=%ld steps=%d seconds=%.2f tasks_per_s=%.0f "
+      "steps_per_s=%.0f claim_ms=%.2f\n",
+      concurrency, tasks, steps, elapsed, tasks / elapsed, tasks * steps / elapsed,
+      counters.claim_latency_ms);
   return 0;
 }
 
@@ -163,6 +203,95 @@ int latency(const std::string& dsn, const std::string& queue, int count, int int
   return 0;
 }
 
+// Wake-to-start latency with the default pool options (only the connection, the
+// queue and a quieter logger are set) and the spawner's default session settings.
+int wake(const std::string& dsn, const std::string& queue, const std::string& pattern, int count,
+         int interval_ms, int burst) {
+  if (pattern != "trickle" && pattern != "burst")
+    throw std::runtime_error("pattern must be trickle or burst");
+  const int per_tx = pattern == "trickle" ? 1 : std::max(1, burst);
+  std::mutex mutex;
+  std::unordered_map<std::string, Clock::time_point> committing;  // run id -> before COMMIT
+  std::unordered_map<std::string, Clock::time_point> started;     // run id -> handler start
+  docket::WorkerPoolOptions options;
+  options.conninfo = dsn;
+  options.queue = queue;
+  options.logger = docket::stderr_logger(docket::LogLevel::warning);
+  docket::WorkerPool pool(docket::TaskCatalog::Builder()
+                              .add("noop",
+                                   [&](docket::Context& ctx, const docket::Json&) {
+                                     const Clock::time_point now = Clock::now();
+                                     const std::lock_guard<std::mutex> lock(mutex);
+                                     started.emplace(ctx.run_id(), now);
+                                     return docket::Json();
+                                   })
+                              .build(),
+                          options);
+  pool.start();
+  pqxx::connection spawner(dsn);
+  docket::sql::prepare(spawner);
+
+  // Warm-up, not measured: as many tasks as the pool has runners, so its
+  // connections are open as in a pool that has been serving for a while.
+  const int warm = std::max(1, options.concurrency);
+  {
+    pqxx::work tx(spawner);
+    for (int i = 0; i < warm; ++i)
+      docket::sql::spawn_task(tx, "noop", docket::Json::object(), queue, "tenantless",
+                              docket::Json::object());
+    tx.commit();
+  }
+  const Clock::time_point warm_deadline = Clock::now() + 60s;
+  while (pool.counters().completed < static_cast<std::uint64_t>(warm)) {
+    if (Clock::now() > warm_deadline) throw std::runtime_error("warm-up did not finish in 60 s");
+    std::this_thread::sleep_for(5ms);
+  }
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    started.clear();
+  }
+  std::this_thread::sleep_for(500ms);  // idle: the pool waits for work
+
+  const Clock::time_point begin = Clock::now();
+  int spawned_total = 0;
+  for (int i = 0; spawned_total < count; ++i) {
+    std::this_thread::sleep_until(begin + i * std::chrono::milliseconds(interval_ms));
+    pqxx::work tx(spawner);
+    std::vector<std::string> ids;
+    for (int k = 0; k < per_tx && spawned_total < count; ++k, ++spawned_total)
+      ids.push_back(docket::sql::spawn_task(tx, "noop", docket::Json::object(), queue, "tenantless",
+                                            docket::Json::object())
+                        .run_id);
+    const Clock::time_point before_commit = Clock::now();
+    tx.commit();
+    const std::lock_guard<std::mutex> lock(mutex);
+    for (const std::string& id : ids) committing.emplace(id, before_commit);
+  }
+  const Clock::time_point deadline = Clock::now() + 60s;
+  for (;;) {
+    {
+      const std::lock_guard<std::mutex> lock(mutex);
+      if (started.size() >= static_cast<std::size_t>(count)) break;
+    }
+    if (Clock::now() > deadline) throw std::runtime_error("not every task started within 60 s");
+    std::this_thread::sleep_for(5ms);
+  }
+  pool.stop();
+
+  std::vector<double> ms;
+  for (const auto& [run_id, at] : committing)
+    ms.push_back(std::chrono::duration<double, std::milli>(started.at(run_id) - at).count());
+  std::sort(ms.begin(), ms.end());
+  double sum = 0;
+  for (const double v : ms) sum += v;
+  std::printf(
+      "wake pattern=%s count=%zu interval_ms=%d burst=%d p50_ms=%.2f p90_ms=%.2f p99_ms=%.2f "
+      "max_ms=%.2f mean_ms=%.2f\n",
+      pattern.c_str(), ms.size(), interval_ms, per_tx, percentile(ms, 0.50), percentile(ms, 0.90),
+      percentile(ms, 0.99), ms.back(), sum / static_cast<double>(ms.size()));
+  return 0;
+}
+
 int rawloop(const std::string& dsn, int threads, int batch, long jobs) {
   std::atomic<long> done{0};
   std::vector<std::thread> workers;
@@ -213,6 +342,10 @@ int main(int argc, char** argv) {
     if (a.size() == 8 && a[0] == "latency")
       return latency(a[1], a[2], std::stoi(a[3]), std::stoi(a[4]), std::stoi(a[5]), a[6] == "1",
                      a[7]);
+    if (a.size() == 6 && a[0] == "drain-steps")
+      return drain_steps(a[1], a[2], std::stoi(a[3]), std::stol(a[4]), std::stoi(a[5]));
+    if (a.size() == 7 && a[0] == "wake")
+      return wake(a[1], a[2], a[3], std::stoi(a[4]), std::stoi(a[5]), std::stoi(a[6]));
     if (a.size() == 5 && a[0] == "rawloop")
       return rawloop(a[1], std::stoi(a[2]), std::stoi(a[3]), std::stol(a[4]));
   } catch (const std::exception& e) {
@@ -221,6 +354,8 @@ int main(int argc, char** argv) {
   }
   std::fprintf(stderr,
                "usage: bench_worker drain DSN QUEUE CONCURRENCY TASKS\n"
+               "       bench_worker drain-steps DSN QUEUE CONCURRENCY TASKS STEPS\n"
+               "       bench_worker wake DSN QUEUE trickle|burst COUNT INTERVAL_MS BURST\n"
                "       bench_worker latency DSN QUEUE COUNT INTERVAL_MS POLL_MS LISTEN "
                "NOTIFY_INTERVAL_MS|default\n"
                "       bench_worker rawloop DSN THREADS BATCH JOBS\n");

@@ -1,37 +1,53 @@
 #!/usr/bin/env bash
-# bench/worker: the C++ WorkerPool (client/) with no-op handlers, on its own
-# throwaway cluster, next to the raw SKIP LOCKED loop of bench/claim in the same
-# run. See bench/README.md ("## bench/worker").
-#   bash bench/worker/run.sh            (about 5-6 minutes on 2 cores)
-#   a) drain: BENCH_TASKS pre-spawned tasks at each concurrency in BENCH_CONCURRENCY,
-#      against the raw loop over as many jobs (pgbench running bench.raw_cycle(10)
-#      with as many clients, and the same loop driven from C++ threads), and the
-#      task layer's SQL alone (pgbench, bench.task_cycle_in) for SQL_SECONDS on
-#      the same backlog just before the pool drains it.
-#   b) wake-to-start latency: LAT_COUNT tasks spawned every LAT_INTERVAL_MS into an
-#      idle pool (poll interval LAT_POLL_MS): NOTIFY on with the default
-#      docket.notify_interval_ms (100 ms debounce per backend), NOTIFY on with 0,
-#      and NOTIFY off (the pool only polls).
+# bench/worker: the C++ WorkerPool (client/) on its own throwaway cluster with
+# production durability, next to a raw SKIP LOCKED loop driven by pgbench on the
+# same cluster in the same run. See bench/README.md ("## bench/worker").
+#   bash bench/worker/run.sh            (about 6-8 minutes on 2 cores at the defaults)
+#   a) drain: BENCH_TASKS pre-spawned no-op tasks at each concurrency in
+#      BENCH_CONCURRENCY (bench_worker drain), against the raw two-commit loop
+#      (raw_two_commit.pgbench: one statement claims up to BATCH jobs with SKIP
+#      LOCKED and commits, one statement marks them done fenced on their tokens and
+#      commits) over as many jobs with as many pgbench clients, at batch 100 and 10.
+#   b) steps: STEPS_TASKS tasks of STEPS checkpointed steps each (bench_worker
+#      drain-steps) at the first concurrency of BENCH_CONCURRENCY, against the raw
+#      loop at batch 100 of a).
+#   c) wake-to-start latency with the default pool settings (bench_worker wake):
+#      a trickle (WAKE_COUNT tasks, one per transaction every WAKE_INTERVAL_MS) and
+#      bursts (WAKE_COUNT tasks in transactions of WAKE_BURST every WAKE_BURST_MS).
+#   d) BENCH_EXTRA=1 adds the older comparisons: the task layer's SQL alone
+#      (pgbench, bench.task_cycle_in) and the raw loop from C++ threads per
+#      concurrency, and the latency mode with explicit settings (NOTIFY on with
+#      docket.notify_interval_ms 0 and default, NOTIFY off).
 # Knobs (environment): BENCH_PORT (54352), BENCH_TASKS (100000), BENCH_CONCURRENCY
-# ("10 50"), LAT_COUNT (300), LAT_INTERVAL_MS (10), LAT_POLL_MS (1000), SQL_SECONDS (8),
-# SQL_BACKLOG (25000: spawned on top of BENCH_TASKS for the SQL-only phase),
+# ("10 50"), STEPS_TASKS (30000), STEPS (3), WAKE_COUNT (300), WAKE_INTERVAL_MS (10),
+# WAKE_BURST (10), WAKE_BURST_MS (100), BENCH_EXTRA (0), BENCH_FSYNC (on),
 # BENCH_INSTALL (1: make install first), BENCH_BUILD (client/build),
-# BENCH_OUT (/tmp/docket-bench-worker.txt).
+# BENCH_OUT (/tmp/docket-bench-worker.txt), BENCH_RESULTS (a file to which
+# key=value results are appended, for bench/run_all.sh; default none).
+# With BENCH_EXTRA=1: SQL_SECONDS (8), LAT_COUNT (300), LAT_INTERVAL_MS (10),
+# LAT_POLL_MS (1000).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-claim=bench/claim  # the raw SKIP LOCKED baseline (setup.sql, raw_cycle.pgbench)
+claim=bench/claim  # bench.raw_jobs, bench.load_raw, bench.run_doc (setup.sql)
 here=bench/worker
 
 PORT=${BENCH_PORT:-54352}
 N=${BENCH_TASKS:-100000}
 CONCURRENCY=${BENCH_CONCURRENCY:-"10 50"}
+STEPS_TASKS=${STEPS_TASKS:-30000}
+STEPS=${STEPS:-3}
+WAKE_COUNT=${WAKE_COUNT:-300}
+WAKE_INTERVAL_MS=${WAKE_INTERVAL_MS:-10}
+WAKE_BURST=${WAKE_BURST:-10}
+WAKE_BURST_MS=${WAKE_BURST_MS:-100}
+EXTRA=${BENCH_EXTRA:-0}
+SQL_SECONDS=${SQL_SECONDS:-8}
 LAT_COUNT=${LAT_COUNT:-300}
 LAT_INTERVAL_MS=${LAT_INTERVAL_MS:-10}
 LAT_POLL_MS=${LAT_POLL_MS:-1000}
-SQL_SECONDS=${SQL_SECONDS:-8}
-SQL_BACKLOG=${SQL_BACKLOG:-25000}
 BUILD=${BENCH_BUILD:-client/build}
 OUT=${BENCH_OUT:-/tmp/docket-bench-worker.txt}
+RESULTS=${BENCH_RESULTS:-/dev/null}
 DB=bench_worker
 DSN="dbname=$DB"
 
@@ -49,31 +65,42 @@ BENCH=$BUILD/bench_worker
 # BENCH_FSYNC=off.
 DOCKET_FSYNC=${BENCH_FSYNC:-on} DOCKET_PGPORT=$PORT bash scripts/cluster.sh start
 trap 'DOCKET_PGPORT=$PORT bash scripts/cluster.sh stop' EXIT
-# Autovacuum stays on: a drain of 100,000 tasks runs for minutes and leaves a dead
-# row version per claim and per completion, as a real queue does. The driver also
-# vacuums between phases, so no phase inherits another's dead rows.
+# Autovacuum stays on: a drain of 100,000 tasks leaves a dead row version per
+# claim and per completion, as a real queue does. The driver also vacuums between
+# phases, so no phase inherits another's dead rows.
 
 q() { psql -X -q -At -v ON_ERROR_STOP=1 -d $DB "$@"; }
 now() { date +%s.%N; }
 elapsed() { echo "$(now) - $1" | bc; }
 say() { echo "$*" | tee -a "$OUT"; }
+result() { echo "$1=$2" >>"$RESULTS"; }          # result <key> <value>
 field() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }  # field <line> <key>
-ratio() { echo "scale=2; $1 / $2" | bc; }
+ratio() { if [ "${2:-0}" = 0 ]; then echo "-"; else printf "%.2f" "$(echo "scale=4; $1 / $2" | bc)"; fi; }  # ratio <a> <b>
+row() { say "$(printf '  %-11s %-56s %9s %8s' "$@")"; }
 
-# spawn <queue> <count>: no-op tasks, two sessions, 10000 per transaction (untimed).
+# spawn <queue> <count> [task]: tasks with no params of note, untimed, two sessions
+# of 10000 per transaction; set-based docket.spawn_tasks when installed.
 spawn() {
-  local queue=$1 count=$2 half
+  local queue=$1 count=$2 task=${3:-noop} half
   half=$((count / 2))
-  spawn_range "$queue" 1 "$half" &
-  spawn_range "$queue" $((half + 1)) "$count"
+  spawn_range "$queue" "$task" 1 "$half" &
+  spawn_range "$queue" "$task" $((half + 1)) "$count"
   wait
   q -c "VACUUM (ANALYZE) docket.runs, docket.tasks"
 }
+has_spawn_tasks=0  # set once the database exists
 spawn_range() {
-  local queue=$1 first=$2 last=$3 b
+  local queue=$1 task=$2 first=$3 last=$4 b e
   for ((b = first; b <= last; b += 10000)); do
-    echo "SELECT count(*) FROM generate_series($b, $(((b + 9999) < last ? b + 9999 : last))) g,
-            LATERAL docket.spawn_task('noop', jsonb_build_object('i', g), '$queue') s;"
+    e=$(((b + 9999) < last ? b + 9999 : last))
+    if [ "$has_spawn_tasks" = 1 ]; then
+      echo "SELECT count(*) FROM docket.spawn_tasks('$task',
+              ARRAY(SELECT jsonb_build_object('i', g) FROM generate_series($b, $e) g),
+              '$queue', 'tenantless', '{}');"
+    else
+      echo "SELECT count(*) FROM generate_series($b, $e) g,
+              LATERAL docket.spawn_task('$task', jsonb_build_object('i', g), '$queue') s;"
+    fi
   done | q >/dev/null
 }
 raw_next=1
@@ -84,85 +111,133 @@ load_raw() {  # load_raw <count>: pending raw jobs (untimed)
 }
 raw_done() { q -c "SELECT count(*) FROM bench.raw_jobs WHERE status = 'done'"; }
 
+# raw_loop <clients> <batch>: the raw two-commit loop over N fresh jobs; sets
+# raw_rate (jobs done over the wall-clock time of the pgbench run, connections
+# included, as the pool's figure includes its start) and raw_secs.
+raw_loop() {
+  local c=$1 batch=$2 before t per_client
+  load_raw "$N"
+  before=$(raw_done)
+  per_client=$(((N + c * batch - 1) / (c * batch)))
+  t=$(now)
+  "$PGBIN/pgbench" -n -c "$c" -j 2 -t "$per_client" -D batch="$batch" \
+    -f $here/raw_two_commit.pgbench $DB >/dev/null 2>&1
+  raw_secs=$(printf '%.2f' "$(elapsed "$t")")
+  raw_rate=$(echo "scale=0; ($(raw_done) - $before) / $raw_secs" | bc)
+}
+
 : >"$OUT"
 say "docket bench/worker, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 say "git $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet 2>/dev/null || echo ' (dirty tree)')"
-say "PROVISIONAL: measured on a shared 2-core machine; repeat on a quiet one before quoting"
+say "durability: fsync, synchronous_commit, full_page_writes $(psql -X -At -c 'SHOW fsync')"
 
 psql -X -q -v ON_ERROR_STOP=1 -c "CREATE DATABASE $DB"
 q -c "CREATE EXTENSION docket"
 q -f $claim/setup.sql >/dev/null
 q -f $here/setup.sql >/dev/null
+has_spawn_tasks=$(q -c "SELECT (to_regproc('docket.spawn_tasks') IS NOT NULL)::int")
+say "spawning (untimed) with $([ "$has_spawn_tasks" = 1 ] && echo docket.spawn_tasks || echo 'docket.spawn_task per row')"
 
 ###############################################################################
 # a) drain
 ###############################################################################
 say ""
 say "drain: $N pre-spawned no-op tasks per phase (tasks/s; raw: jobs/s over $N jobs)"
-say "$(printf '  %-11s %-44s %9s %8s' concurrency system per_s seconds)"
+row concurrency system per_s seconds
 declare -A rate
 for c in $CONCURRENCY; do
-  # One backlog per concurrency: first the task layer's SQL alone (pgbench running
-  # bench.task_cycle_in: claim_tasks(10) + complete_task per task in one
-  # transaction) for SQL_SECONDS, then the pool drains N of what is left, so both
-  # work on a table of the same size.
   queue=drain$c
-  spawn "$queue" $((N + SQL_BACKLOG))
-  completed() { q -c "SELECT count(*) FROM docket.runs WHERE queue = '$queue' AND status = 'completed'"; }
-  before=$(completed)
-  "$PGBIN/pgbench" -n -c "$c" -j 2 -T "$SQL_SECONDS" -D claim_limit=10 -D concurrency="$c" \
-    -f $here/task_cycle.pgbench $DB >/dev/null 2>&1
-  rate[sql.$c]=$((($(completed) - before) / SQL_SECONDS))
-  due=$(q -c "SELECT count(*) FROM docket.runs WHERE queue = '$queue' AND status = 'running'")
-  [ "$due" -ge "$N" ] || spawn "$queue" $((N - due))
-  q -c "VACUUM (ANALYZE) docket.runs, docket.tasks"
+  if [ "$EXTRA" = 1 ]; then
+    # The task layer's SQL alone (claim_tasks(10) + complete_task per task in one
+    # transaction, pgbench) for SQL_SECONDS on the backlog the pool then drains.
+    spawn "$queue" $((N + 25000))
+    completed() { q -c "SELECT count(*) FROM docket.runs WHERE queue = '$queue' AND status = 'completed'"; }
+    before=$(completed)
+    "$PGBIN/pgbench" -n -c "$c" -j 2 -T "$SQL_SECONDS" -D claim_limit=10 -D concurrency="$c" \
+      -f $here/task_cycle.pgbench $DB >/dev/null 2>&1
+    rate[sql.$c]=$((($(completed) - before) / SQL_SECONDS))
+    due=$(q -c "SELECT count(*) FROM docket.runs WHERE queue = '$queue' AND status = 'running'")
+    [ "$due" -ge "$N" ] || spawn "$queue" $((N - due))
+  else
+    spawn "$queue" "$N"
+  fi
 
   line=$("$BENCH" drain "$DSN" "$queue" "$c" "$N")
   rate[pool.$c]=$(field "$line" tasks_per_s)
-  say "$(printf '  %-11s %-44s %9s %8s' "$c" "WorkerPool (claim_tasks batch 10)" "${rate[pool.$c]}" "$(field "$line" seconds)")"
-  say "$(printf '  %-11s %-44s %9s %8s' "$c" "SQL only: pgbench claim_tasks(10)+complete_task" "${rate[sql.$c]}" "$SQL_SECONDS")"
+  row "$c" "WorkerPool, no-op tasks (bench_worker drain)" "${rate[pool.$c]}" "$(field "$line" seconds)"
+  result "worker.pool.c$c" "${rate[pool.$c]}"
+  [ "$EXTRA" = 1 ] && row "$c" "SQL only: pgbench claim_tasks(10)+complete_task" "${rate[sql.$c]}" "$SQL_SECONDS"
 
-  load_raw "$N"
-  before=$(raw_done)
-  t=$(now)
-  "$PGBIN/pgbench" -n -c "$c" -j 2 -t $((N / (c * 10))) -D claim_limit=10 \
-    -f $claim/raw_cycle.pgbench $DB >/dev/null 2>&1
-  secs=$(elapsed "$t")
-  rate[raw.$c]=$(echo "scale=0; ($(raw_done) - $before) / $secs" | bc)
-  say "$(printf '  %-11s %-44s %9s %8.2f' "$c" "raw loop: pgbench bench.raw_cycle(10)" "${rate[raw.$c]}" "$secs")"
+  for batch in 100 10; do
+    raw_loop "$c" "$batch"
+    rate[raw$batch.$c]=$raw_rate
+    row "$c" "raw two-commit loop, batch $batch (pgbench)" "$raw_rate" "$raw_secs"
+    result "worker.raw_b$batch.c$c" "$raw_rate"
+  done
 
-  load_raw "$N"
-  line=$("$BENCH" rawloop "$DSN" "$c" 10 "$N")
-  rate[rawcpp.$c]=$(field "$line" jobs_per_s)
-  say "$(printf '  %-11s %-44s %9s %8s' "$c" "raw loop from C++ threads, per-job commit" "${rate[rawcpp.$c]}" "$(field "$line" seconds)")"
-  q -c "VACUUM (ANALYZE) docket.runs, docket.tasks, bench.raw_jobs"
+  if [ "$EXTRA" = 1 ]; then
+    load_raw "$N"
+    line=$("$BENCH" rawloop "$DSN" "$c" 10 "$N")
+    rate[rawcpp.$c]=$(field "$line" jobs_per_s)
+    row "$c" "raw loop from C++ threads, batch 10, per-job commit" "${rate[rawcpp.$c]}" "$(field "$line" seconds)"
+  fi
+  q -c "VACUUM (ANALYZE) docket.runs, docket.tasks, docket.task_steps, bench.raw_jobs"
 done
 
 ###############################################################################
-# b) wake-to-start latency into an idle pool
+# b) tasks with checkpointed steps
+###############################################################################
+c=${CONCURRENCY%% *}
+say ""
+say "steps: $STEPS_TASKS pre-spawned tasks of $STEPS checkpointed steps each, concurrency $c"
+spawn steps "$STEPS_TASKS" steps
+line=$("$BENCH" drain-steps "$DSN" steps "$c" "$STEPS_TASKS" "$STEPS")
+rate[steps.$c]=$(field "$line" tasks_per_s)
+row "$c" "WorkerPool, $STEPS steps per task (bench_worker drain-steps)" "${rate[steps.$c]}" "$(field "$line" seconds)"
+row "$c" "  (steps/s)" "$(field "$line" steps_per_s)" ""
+result "worker.steps.c$c" "${rate[steps.$c]}"
+q -c "VACUUM (ANALYZE) docket.runs, docket.tasks, docket.task_steps"
+
+###############################################################################
+# c) wake-to-start latency, default pool settings
 ###############################################################################
 say ""
-say "wake-to-start: $LAT_COUNT tasks spawned every $LAT_INTERVAL_MS ms into an idle pool (concurrency 10, poll interval $LAT_POLL_MS ms)"
-say "$(printf '  %-44s %8s %8s %8s %8s' configuration p50_ms p90_ms p99_ms max_ms)"
-declare -A lat
-latency() {  # latency <key> <label> <listen> <notify_interval_ms|default>
+say "wake-to-start, default pool settings and session settings (ms from before the spawn's COMMIT to the handler)"
+say "$(printf '  %-52s %8s %8s %8s %8s' pattern p50_ms p90_ms p99_ms max_ms)"
+wake() {  # wake <key> <label> <pattern> <interval_ms> <burst>
   local line
-  line=$("$BENCH" latency "$DSN" "lat_$1" "$LAT_COUNT" "$LAT_INTERVAL_MS" "$LAT_POLL_MS" "$3" "$4")
-  lat[$1.p50]=$(field "$line" p50_ms)
-  lat[$1.p99]=$(field "$line" p99_ms)
-  say "$(printf '  %-44s %8s %8s %8s %8s' "$2" "${lat[$1.p50]}" "$(field "$line" p90_ms)" "${lat[$1.p99]}" "$(field "$line" max_ms)")"
+  line=$("$BENCH" wake "$DSN" "wake_$1" "$3" "$WAKE_COUNT" "$4" "$5")
+  say "$(printf '  %-52s %8s %8s %8s %8s' "$2" "$(field "$line" p50_ms)" "$(field "$line" p90_ms)" \
+    "$(field "$line" p99_ms)" "$(field "$line" max_ms)")"
+  result "worker.wake.$1.p50_ms" "$(field "$line" p50_ms)"
+  result "worker.wake.$1.p99_ms" "$(field "$line" p99_ms)"
 }
-latency notify0 "NOTIFY on, notify_interval_ms = 0" 1 0
-latency notify100 "NOTIFY on, notify_interval_ms = 100 (default)" 1 default
-latency poll "NOTIFY off (LISTEN off, polling only)" 0 default
+wake trickle "trickle: $WAKE_COUNT tasks, 1 per transaction every $WAKE_INTERVAL_MS ms" trickle "$WAKE_INTERVAL_MS" 1
+wake burst "bursts: $WAKE_COUNT tasks, $WAKE_BURST per transaction every $WAKE_BURST_MS ms" burst "$WAKE_BURST_MS" "$WAKE_BURST"
+
+if [ "$EXTRA" = 1 ]; then
+  say ""
+  say "latency mode: $LAT_COUNT tasks every $LAT_INTERVAL_MS ms into an idle pool (concurrency 10, poll $LAT_POLL_MS ms)"
+  say "$(printf '  %-52s %8s %8s %8s %8s' configuration p50_ms p90_ms p99_ms max_ms)"
+  latency() {  # latency <key> <label> <listen> <notify_interval_ms|default>
+    local line
+    line=$("$BENCH" latency "$DSN" "lat_$1" "$LAT_COUNT" "$LAT_INTERVAL_MS" "$LAT_POLL_MS" "$3" "$4")
+    say "$(printf '  %-52s %8s %8s %8s %8s' "$2" "$(field "$line" p50_ms)" "$(field "$line" p90_ms)" \
+      "$(field "$line" p99_ms)" "$(field "$line" max_ms)")"
+  }
+  latency notify0 "NOTIFY on, notify_interval_ms = 0" 1 0
+  latency notify100 "NOTIFY on, notify_interval_ms default" 1 default
+  latency poll "NOTIFY off (polling only)" 0 default
+fi
 
 ###############################################################################
 say ""
-say "targets: drain >= 0.5x the raw loop; wake-to-start p50 < 5 ms, p99 < 15 ms with NOTIFY on"
+say "ratios (targets: drain >= 0.8x raw batch 100; steps >= 0.3x raw batch 100; wake p50 < 2 ms, p99 < 8 ms)"
 for c in $CONCURRENCY; do
-  say "  drain at concurrency $(printf '%-3s' "$c"): pool / pgbench raw loop $(ratio "${rate[pool.$c]}" "${rate[raw.$c]}"), pool / C++ raw loop $(ratio "${rate[pool.$c]}" "${rate[rawcpp.$c]}"), pool / SQL only $(ratio "${rate[pool.$c]}" "${rate[sql.$c]}")"
+  say "  drain c$c: pool / raw b100 $(ratio "${rate[pool.$c]}" "${rate[raw100.$c]}"), pool / raw b10 $(ratio "${rate[pool.$c]}" "${rate[raw10.$c]}")$(
+    [ "$EXTRA" = 1 ] && echo ", pool / SQL only $(ratio "${rate[pool.$c]}" "${rate[sql.$c]}"), pool / C++ raw loop $(ratio "${rate[pool.$c]}" "${rate[rawcpp.$c]}")")"
 done
-say "  NOTIFY on, interval 0:   p50 ${lat[notify0.p50]} ms, p99 ${lat[notify0.p99]} ms"
-say "  NOTIFY on, interval 100: p50 ${lat[notify100.p50]} ms, p99 ${lat[notify100.p99]} ms"
+c=${CONCURRENCY%% *}
+say "  steps c$c: pool / raw b100 $(ratio "${rate[steps.$c]}" "${rate[raw100.$c]}")"
 say "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 say "(summary also in $OUT)"
