@@ -8,7 +8,13 @@
 # BENCH_LOAD / LAT_LOAD (how the throughput / latency preloads are written: insert_run = one
 # docket.insert_run call per row; direct = the same rows by one INSERT ... SELECT, 3-5x faster;
 # defaults insert_run / direct),
-# BENCH_OUT (where the summary goes, default /tmp/docket-bench-claim.txt).
+# BENCH_OUT (where the summary goes, default /tmp/docket-bench-claim.txt),
+# CLAIM_PHASES ("throughput latency drain": which of a+b, c, d to run),
+# BENCH_FSYNC (on), BENCH_RESULTS (key=value results are appended there, for
+# bench/run_all.sh; default none).
+# d (drain): DRAIN_SMALL (10000), DRAIN_LARGE (1000000), DRAIN_RATE (30: producer +
+# worker cycles per second, DRAIN_BATCH runs each), DRAIN_BATCH (10), DRAIN_CLIENTS (2),
+# DRAIN_WARMUP (10 s), DRAIN_SECONDS (20 s), DRAIN_BACKLOG (1000), PROBE_RATE (20/s).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 here=bench/claim
@@ -26,6 +32,17 @@ LAT_LIMIT=${LAT_LIMIT:-10}
 LAT_LOAD=${LAT_LOAD:-direct}
 BENCH_LOAD=${BENCH_LOAD:-insert_run}
 OUT=${BENCH_OUT:-/tmp/docket-bench-claim.txt}
+RESULTS=${BENCH_RESULTS:-/dev/null}
+PHASES=${CLAIM_PHASES:-"throughput latency drain"}
+DRAIN_SMALL=${DRAIN_SMALL:-10000}
+DRAIN_LARGE=${DRAIN_LARGE:-1000000}
+DRAIN_RATE=${DRAIN_RATE:-30}
+DRAIN_BATCH=${DRAIN_BATCH:-10}
+DRAIN_CLIENTS=${DRAIN_CLIENTS:-2}
+DRAIN_WARMUP=${DRAIN_WARMUP:-10}
+DRAIN_SECONDS=${DRAIN_SECONDS:-20}
+DRAIN_BACKLOG=${DRAIN_BACKLOG:-1000}
+PROBE_RATE=${PROBE_RATE:-20}
 
 export PGHOST=127.0.0.1 PGPORT=$PORT PGUSER=postgres PGDATABASE=postgres
 PGBIN=$(pg_config --bindir)
@@ -37,14 +54,18 @@ fi
 # BENCH_FSYNC=off.
 DOCKET_FSYNC=${BENCH_FSYNC:-on} DOCKET_PGPORT=$PORT bash scripts/cluster.sh start
 trap 'DOCKET_PGPORT=$PORT bash scripts/cluster.sh stop' EXIT
-# A bench, not a test: no autovacuum surprises mid-phase; the driver vacuums
-# between phases instead.
-psql -X -q -c "ALTER SYSTEM SET autovacuum = off" -c "SELECT pg_reload_conf()" >/dev/null
+# Phases a-c: no autovacuum surprises mid-phase; the driver vacuums between
+# phases instead. Phase d runs with autovacuum at its defaults.
+autovacuum() { psql -X -q -c "ALTER SYSTEM SET autovacuum = $1" -c "SELECT pg_reload_conf()" >/dev/null; }
+autovacuum off
+has_phase() { [[ " $PHASES " == *" $1 "* ]]; }
 
 q() { psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }
 now() { date +%s.%N; }
 elapsed() { echo "$(now) - $1" | bc; }
 say() { echo "$*" | tee -a "$OUT"; }
+result() { echo "$1=$2" >>"$RESULTS"; }
+ratio() { if [ "${2:-0}" = 0 ]; then echo "-"; else printf "%.2f" "$(echo "scale=4; $1 / $2" | bc)"; fi; }
 
 # load <db> <sql-function-call-with-%s-%s-for-range> <first> <last>: two
 # sessions in parallel, each inserting half of the range.
@@ -78,10 +99,12 @@ bench() {
 : >"$OUT"
 say "docket bench/claim, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 say "git $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet 2>/dev/null || echo ' (dirty tree)')"
+say "durability: fsync, synchronous_commit, full_page_writes $(psql -X -At -c 'SHOW fsync')"
 
 ###############################################################################
 # a + b: runs/s for claim + terminal commit, docket vs the raw loop
 ###############################################################################
+if has_phase throughput; then
 q -c "CREATE DATABASE bench_tp"
 q -d bench_tp -f $here/setup.sql >/dev/null
 
@@ -124,10 +147,16 @@ for limit in $LIMITS; do
   done
 done
 q -c "DROP DATABASE bench_tp"
+for limit in $LIMITS; do
+  result "claim.docket.b$limit" "${rate[docket.$limit]}"
+  result "claim.raw.b$limit" "${rate[raw.$limit]}"
+done
+fi
 
 ###############################################################################
 # c: claim_due latency with LAT_SMALL vs LAT_LARGE non-due runs
 ###############################################################################
+if has_phase latency; then
 q -c "CREATE DATABASE bench_lat"
 q -d bench_lat -f $here/setup.sql >/dev/null
 q -d bench_lat -c "SELECT bench.load_docket('due', 1, $LAT_DUE, 'due')" >/dev/null
@@ -148,13 +177,81 @@ q -d bench_lat -c "VACUUM (ANALYZE) docket.runs"
 read -r tps_large lat_large < <(bench bench_lat $here/claim_rollback.pgbench "$LAT_LIMIT" "$LAT_SECONDS" 1)
 say "$(printf '%9s non-due: %8s ms average (%s tps)' "$LAT_LARGE" "$lat_large" "$tps_large")"
 q -c "DROP DATABASE bench_lat"
+fi
+
+###############################################################################
+# d: claim latency during a steady drain, DRAIN_SMALL vs DRAIN_LARGE rows,
+#    autovacuum at its defaults
+###############################################################################
+# probe_stats <pgbench log files...>: "mean p50 p99" in ms of the transactions'
+# own durations (pgbench's time minus the rate limiter's schedule lag).
+probe_stats() {
+  cat "$@" | awk '{ print ($3 - $7) / 1000 }' | sort -n |
+    awk '{ v[NR] = $1; s += $1 }
+         END { if (NR == 0) { print "0 0 0"; exit }
+               i50 = int(NR * 0.50) + 1; i99 = int(NR * 0.99) + 1; if (i99 > NR) i99 = NR
+               printf "%.3f %.3f %.3f\n", s / NR, v[i50], v[i99] }'
+}
+# drain_probe <label>: the drain runs DRAIN_WARMUP + DRAIN_SECONDS; the probe
+# measures claim_due(LAT_LIMIT) + ROLLBACK during the last DRAIN_SECONDS. Sets
+# probe_mean probe_p50 probe_p99.
+drain_probe() {
+  local logdir drain_pid before after rows
+  logdir=$(mktemp -d)
+  before=$(q -d bench_drain -c "SELECT count(*) FROM docket.runs WHERE status = 'completed'")
+  "$PGBIN/pgbench" -n -c "$DRAIN_CLIENTS" -j "$DRAIN_CLIENTS" -R "$DRAIN_RATE" \
+    -T $((DRAIN_WARMUP + DRAIN_SECONDS)) -D claim_limit="$DRAIN_BATCH" \
+    -f $here/drain_cycle.pgbench bench_drain >"$logdir/drain.out" 2>&1 &
+  drain_pid=$!
+  sleep "$DRAIN_WARMUP"
+  (cd "$logdir" && "$PGBIN/pgbench" -n -c 1 -R "$PROBE_RATE" -T "$DRAIN_SECONDS" -l \
+    -D claim_limit="$LAT_LIMIT" -f "$OLDPWD/$here/claim_rollback.pgbench" bench_drain \
+    >"$logdir/probe.out" 2>&1) || { cat "$logdir/probe.out" >&2; return 1; }
+  wait $drain_pid || { cat "$logdir/drain.out" >&2; return 1; }
+  read -r probe_mean probe_p50 probe_p99 < <(probe_stats "$logdir"/pgbench_log.*)
+  after=$(q -d bench_drain -c "SELECT count(*) FROM docket.runs WHERE status = 'completed'")
+  rows=$(q -d bench_drain -c "SELECT count(*) FROM docket.runs")
+  say "$(printf '  %-10s %9s %9s %9s %10s %8s %9s' "$1" "$probe_mean" "$probe_p50" "$probe_p99" \
+    "$(( (after - before) / (DRAIN_WARMUP + DRAIN_SECONDS) ))" \
+    "$(q -d bench_drain -c "SELECT count(*) FROM docket.runs WHERE status = 'running' AND claim_token IS NULL AND wake_at < '2999-01-01'")" \
+    "$rows")"
+  rm -rf "$logdir"
+}
+if has_phase drain; then
+  autovacuum on
+  q -c "CREATE DATABASE bench_drain"
+  q -d bench_drain -f $here/setup.sql >/dev/null
+  q -d bench_drain -c "SELECT bench.load_docket('due', 1, $DRAIN_BACKLOG, 'due')" >/dev/null
+  q -d bench_drain -c "SELECT setval('bench.feed_seq', 1)" >/dev/null
+  nondue="SELECT bench.$(loader "$LAT_LOAD")('n', %s, %s, 'nondue')"
+  load bench_drain "$nondue" 1 "$DRAIN_SMALL"
+  q -d bench_drain -c "VACUUM (ANALYZE) docket.runs"
+  say ""
+  say "claim latency during a steady drain (autovacuum at its defaults): $DRAIN_CLIENTS clients add and"
+  say "drain $DRAIN_BATCH runs per cycle at $DRAIN_RATE cycles/s for ${DRAIN_WARMUP} + ${DRAIN_SECONDS} s; the probe runs"
+  say "claim_due(claim_limit => $LAT_LIMIT) + ROLLBACK $PROBE_RATE times/s in the last ${DRAIN_SECONDS} s (ms)"
+  say "$(printf '  %-10s %9s %9s %9s %10s %8s %9s' non-due mean p50 p99 drained/s due_end rows_end)"
+  drain_probe "$DRAIN_SMALL"
+  small_mean=$probe_mean small_p99=$probe_p99
+  t=$(now)
+  load bench_drain "$nondue" $((DRAIN_SMALL + 1)) "$DRAIN_LARGE"
+  say "  (preload: $((DRAIN_LARGE - DRAIN_SMALL)) more non-due runs in $(printf '%.1f' "$(elapsed "$t")") s, then VACUUM (ANALYZE))"
+  q -d bench_drain -c "VACUUM (ANALYZE) docket.runs"
+  drain_probe "$DRAIN_LARGE"
+  large_mean=$probe_mean large_p99=$probe_p99
+  q -c "DROP DATABASE bench_drain"
+  result claim.drain.small_ms "$small_mean"
+  result claim.drain.large_ms "$large_mean"
+fi
 
 ###############################################################################
 say ""
-say "ratios (targets: docket/raw >= 0.7 at claim_limit 10; latency large/small <= 1.3)"
-for limit in $LIMITS; do
-  say "$(printf 'docket/raw at claim_limit %-4s %s' "$limit" \
-    "$(echo "scale=2; ${rate[docket.$limit]} / ${rate[raw.$limit]}" | bc)")"
-done
-say "claim_due latency $LAT_LARGE / $LAT_SMALL: $(echo "scale=2; $lat_large / $lat_small" | bc)"
+say "ratios (targets: docket/raw >= 0.9 at claim_limit 10; latency large/small <= 1.3)"
+if has_phase throughput; then
+  for limit in $LIMITS; do
+    say "$(printf 'docket/raw at claim_limit %-4s %s' "$limit" "$(ratio "${rate[docket.$limit]}" "${rate[raw.$limit]}")")"
+  done
+fi
+has_phase latency && say "claim_due latency after VACUUM, $LAT_LARGE / $LAT_SMALL: $(ratio "$lat_large" "$lat_small")"
+has_phase drain && say "claim_due latency during a drain, $DRAIN_LARGE / $DRAIN_SMALL: mean $(ratio "$large_mean" "$small_mean"), p99 $(ratio "$large_p99" "$small_p99")"
 say "(summary also in $OUT)"

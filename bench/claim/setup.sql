@@ -131,3 +131,15 @@ RETURNS bigint LANGUAGE sql AS $$
     RETURNING 1)
   SELECT count(*) FROM ins
 $$;
+
+-- The steady drain of bench/claim's drain phase: bench.feed(n) inserts n more due
+-- runs (through docket.insert_run, due in id order after every earlier one), and
+-- drain_cycle.pgbench then claims and commits as many (bench.docket_cycle).
+CREATE SEQUENCE IF NOT EXISTS bench.feed_seq;
+CREATE OR REPLACE FUNCTION bench.feed(n int) RETURNS bigint
+LANGUAGE sql AS $$
+  SELECT count(docket.insert_run('tenantless', bench.run_doc('f' || i, 'running', 0),
+                                 'run_initialized',
+                                 timestamptz '2024-06-01' + i * interval '1 ms'))
+  FROM (SELECT nextval('bench.feed_seq') AS i FROM generate_series(1, n)) s
+$$;
