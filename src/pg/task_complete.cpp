@@ -1,8 +1,7 @@
 // complete_tasks and complete_task: finishing tasks with their results. One
-// fenced UPDATE finishes every held task of the batch (its index scan on
-// run_id = ANY($1) locks them in run_id order); only the misses are judged by
-// the core; then one statement releases the finished tasks' waiters and the
-// parents awaiting them.
+// fenced UPDATE locks every run the batch holds (in run_id order) and finishes
+// those that match the fence; only the misses are judged by the core; then one
+// statement releases the finished tasks' waiters and the parents awaiting them.
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -19,9 +18,14 @@ namespace docket::pg {
 namespace {
 
 // $1 run_ids, $2 their tokens, $3 their results (input order), $4 now,
-// $5 status, $6 checkpoint type (complete_transition). A row is finished only
-// when it matches TaskMatch's facts; each gets the result at its run id's
-// position.
+// $5 status, $6 checkpoint type (complete_transition). The runs the batch's
+// tokens hold are locked explicitly in run_id order (the ARRAY subquery: ORDER
+// BY under FOR NO KEY UPDATE, whatever plan reads them) before the UPDATE
+// changes any row, so two batches sharing tasks cannot deadlock. (The
+// subquery runs when the UPDATE first needs it: if every row fails another
+// fence condition first, nothing is locked and the misses are locked
+// afterwards, again in run_id order.) A row is finished only when it matches
+// TaskMatch's facts; each gets the result at its run id's position.
 Statement complete_statement{
     "UPDATE docket.runs r SET document = (r.document - 'waiting')"
     " || jsonb_build_object('status', $5::text, 'result', $3[array_position($1, r.run_id)],"
@@ -30,7 +34,10 @@ Statement complete_statement{
     " checkpoint_type = $6::docket.checkpoint_type, updated_at = $4,"
     " claim_token = NULL, claimed_at = NULL, wake_at = NULL,"
     " claim_attempts = 0, claim_abandons = 0, poisoned_at = NULL, poison_reason = NULL"
-    " WHERE r.run_id = ANY($1) AND r.claim_token = $2[array_position($1, r.run_id)]"
+    " WHERE r.run_id = ANY(ARRAY(SELECT x.run_id FROM docket.runs x"
+    " WHERE x.run_id = ANY($1) AND x.claim_token = ANY($2) AND x.graph_hash = 'task'"
+    " ORDER BY x.run_id FOR NO KEY UPDATE OF x))"
+    " AND r.claim_token = $2[array_position($1, r.run_id)]"
     " AND r.graph_hash = 'task' AND (r.deadline_at IS NULL OR r.deadline_at > $4)"
     " RETURNING r.run_id",
     6,
@@ -86,37 +93,49 @@ Datum complete_tasks(FunctionCallInfo fcinfo) {
     if (done.size() < static_cast<std::size_t>(n)) {
       // The misses, judged by the core from their committed rows.
       std::vector<std::string> missed;
-      std::unordered_map<std::string, int> position;
+      std::vector<int> missed_at;
       for (int i = 0; i < n; ++i) {
-        position.emplace(id_text[i], i);
-        if (!done.count(id_text[i])) missed.push_back(id_text[i]);
+        if (done.count(id_text[i])) continue;
+        missed.push_back(id_text[i]);
+        missed_at.push_back(i);
       }
       std::unordered_map<std::string, TaskFacts> facts;
       for (auto& [id, f] : read_tasks(text_array(missed))) facts.emplace(id, f);
-      for (const std::string& id : missed) {
-        const int i = position.at(id);
-        const Token token = token_value(tokens.values[i]);
-        auto judge = [&](const std::optional<TaskFacts>& f) {
-          return judge_task(f, token, now, false);
-        };
+      auto judge = [&](const std::string& id, int i) {
         const auto it = facts.find(id);
-        TaskVerdict verdict =
-            judge(it == facts.end() ? std::nullopt : std::optional<TaskFacts>(it->second));
-        if (verdict == TaskVerdict::held || verdict == TaskVerdict::overdue) {
-          // Changing after the UPDATE looked (or overdue): judge under the lock.
-          verdict = judge(lock_task(ids.values[i]));
-          if (verdict == TaskVerdict::overdue) {
-            cancel_held(ids.values[i], tokens.values[i], kMaxDuration, now);
-          } else if (verdict == TaskVerdict::held) {
-            const bool null = results.nulls[i];
-            const Datum one_result = results.values[i];
-            complete_held(make_array(&ids.values[i], &ids.nulls[i], 1, TEXTOID),
-                          make_array(&tokens.values[i], &tokens.nulls[i], 1, UUIDOID),
-                          make_array(&one_result, &null, 1, JSONBOID), now);
-            finished.push_back(id);
-          }
+        return judge_task(it == facts.end() ? std::nullopt : std::optional<TaskFacts>(it->second),
+                          token_value(tokens.values[i]), now, false);
+      };
+      // Overdue (or changed after the UPDATE looked): judged again under the
+      // lock, taken for all of them at once in run_id order. When the UPDATE
+      // evaluated its lock subquery these rows are already held; when every
+      // element missed its fence first, this is the batch's first lock.
+      std::vector<std::string> to_lock;
+      for (std::size_t k = 0; k < missed.size(); ++k) {
+        const TaskVerdict v = judge(missed[k], missed_at[k]);
+        if (v == TaskVerdict::held || v == TaskVerdict::overdue) to_lock.push_back(missed[k]);
+      }
+      if (!to_lock.empty()) {
+        for (const std::string& id : to_lock) facts.erase(id);
+        for (auto& [id, f] : lock_tasks(text_array(to_lock))) facts.emplace(id, f);
+      }
+      for (std::size_t k = 0; k < missed.size(); ++k) {
+        const std::string& id = missed[k];
+        const int i = missed_at[k];
+        const TaskVerdict verdict = judge(id, i);
+        if (verdict == TaskVerdict::overdue) {
+          cancel_held(ids.values[i], tokens.values[i], kMaxDuration, now);
+          outcome[i] = batch_outcome(verdict);
+        } else if (verdict == TaskVerdict::held) {
+          const bool null = results.nulls[i];
+          const Datum one_result = results.values[i];
+          complete_held(make_array(&ids.values[i], &ids.nulls[i], 1, TEXTOID),
+                        make_array(&tokens.values[i], &tokens.nulls[i], 1, UUIDOID),
+                        make_array(&one_result, &null, 1, JSONBOID), now);
+          finished.push_back(id);
+        } else {
+          outcome[i] = batch_outcome(verdict);
         }
-        if (verdict != TaskVerdict::held) outcome[i] = batch_outcome(verdict);
       }
     }
     release_finished(finished);

@@ -1,6 +1,7 @@
 // complete_steps, complete_step and step_states. A step checkpoint is one
-// statement: the fenced claim refresh of every held task (run_id order), the
-// insert of their steps (the first value wins) and the stored values.
+// statement: the lock of every held task (run_id order), their fenced claim
+// refresh, the insert of their steps (the first value wins) and the stored
+// values.
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -16,11 +17,19 @@ namespace docket::pg {
 namespace {
 
 // $1..$4 the items (run_id, token, step_name, value) in input order, $5 now,
-// $6 the distinct run ids and $7 one token of each (run_id order). Returns per
-// item, in input order: held, stored (this call inserted it), the value.
+// $6 the distinct run ids and $7 one token of each. The runs any of the items'
+// tokens hold are locked explicitly in run_id order (the ARRAY subquery: ORDER
+// BY under FOR NO KEY UPDATE) before the claim refresh changes any row, so two
+// batches sharing tasks cannot deadlock (as in complete_tasks: when every row
+// fails another fence condition first, the misses are locked afterwards, in
+// run_id order). Returns per item, in input order: held, stored (this call
+// inserted it), the value.
 Statement steps_statement{
     "WITH held AS (UPDATE docket.runs r SET claimed_at = greatest(r.claimed_at, $5)"
-    " WHERE r.run_id = ANY($6) AND r.claim_token = $7[array_position($6, r.run_id)]"
+    " WHERE r.run_id = ANY(ARRAY(SELECT x.run_id FROM docket.runs x"
+    " WHERE x.run_id = ANY($6) AND x.claim_token = ANY($2) AND x.graph_hash = 'task'"
+    " ORDER BY x.run_id FOR NO KEY UPDATE OF x))"
+    " AND r.claim_token = $7[array_position($6, r.run_id)]"
     " AND r.graph_hash = 'task' AND (r.deadline_at IS NULL OR r.deadline_at > $5)"
     " RETURNING r.run_id, r.claim_token),"
     " items AS (SELECT * FROM unnest($1, $2, $3, $4) WITH ORDINALITY"
@@ -171,32 +180,43 @@ Datum complete_steps(FunctionCallInfo fcinfo) {
     // The misses, judged by the core from their committed rows.
     std::unordered_map<std::string, TaskFacts> facts;
     for (auto& [id, f] : read_tasks(text_array(missed))) facts.emplace(id, f);
+    auto judge = [&](int i) {
+      const auto it = facts.find(*keys[i].run_id);
+      return judge_task(it == facts.end() ? std::nullopt : std::optional<TaskFacts>(it->second),
+                        token_value(tokens.values[i]), now, false);
+    };
+    // Overdue, another token of the same run in this batch, or changed after
+    // the statement looked: judged again under the lock, taken for all of them
+    // at once in run_id order (already held when the statement evaluated its
+    // lock subquery; the batch's first lock when every element missed first).
+    std::vector<std::string> to_lock;
+    std::unordered_map<std::string, bool> seen;
+    for (int i = 0; i < n; ++i) {
+      if (results[i].held) continue;
+      const TaskVerdict v = judge(i);
+      if ((v == TaskVerdict::held || v == TaskVerdict::overdue) &&
+          seen.emplace(*keys[i].run_id, true).second)
+        to_lock.push_back(*keys[i].run_id);
+    }
+    if (!to_lock.empty()) {
+      for (const std::string& id : to_lock) facts.erase(id);
+      for (auto& [id, f] : lock_tasks(text_array(to_lock))) facts.emplace(id, f);
+    }
     std::unordered_map<std::string, bool> cancelled;  // by this call
     for (int i = 0; i < n; ++i) {
       if (results[i].held) continue;
-      const Token token = token_value(tokens.values[i]);
       const std::string& id = *keys[i].run_id;
-      const auto it = facts.find(id);
-      TaskVerdict verdict =
-          cancelled.count(id)
-              ? TaskVerdict::cancelled
-              : judge_task(it == facts.end() ? std::nullopt : std::optional<TaskFacts>(it->second),
-                           token, now, false);
-      if (verdict == TaskVerdict::held || verdict == TaskVerdict::overdue) {
-        // Changing after the statement looked, another token of the same run
-        // in this batch, or overdue: judge under the lock.
-        verdict = judge_task(lock_task(ids.values[i]), token, now, false);
-        if (verdict == TaskVerdict::overdue) {
-          cancel_held(ids.values[i], tokens.values[i], kMaxDuration, now);
-          cancelled[id] = true;
-        } else if (verdict == TaskVerdict::held) {
-          results[i] = store_steps({items[i]}, now).at(0);
-          if (results[i].held) {
-            outcome[i] = results[i].stored ? "stored" : "kept";
-            continue;
-          }
-          verdict = TaskVerdict::stale;
+      TaskVerdict verdict = cancelled.count(id) ? TaskVerdict::cancelled : judge(i);
+      if (verdict == TaskVerdict::overdue) {
+        cancel_held(ids.values[i], tokens.values[i], kMaxDuration, now);
+        cancelled[id] = true;
+      } else if (verdict == TaskVerdict::held) {
+        results[i] = store_steps({items[i]}, now).at(0);
+        if (results[i].held) {
+          outcome[i] = results[i].stored ? "stored" : "kept";
+          continue;
         }
+        verdict = TaskVerdict::stale;
       }
       outcome[i] = batch_outcome(verdict);
       results[i].value_null = true;

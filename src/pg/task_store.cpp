@@ -21,6 +21,15 @@ Statement lock_statement{
     {TEXTOID},
     nullptr};
 
+// Several runs at once: locked in run_id order (LockRows above the sort),
+// whatever plan reads them.
+Statement lock_many_statement{
+    "SELECT run_id, graph_hash = 'task', status, claim_token, deadline_at FROM docket.runs"
+    " WHERE run_id = ANY($1) ORDER BY run_id FOR UPDATE",
+    1,
+    {TEXTARRAYOID},
+    nullptr};
+
 Statement read_statement{
     "SELECT run_id, graph_hash = 'task', status, claim_token, deadline_at FROM docket.runs"
     " WHERE run_id = ANY($1)",
@@ -117,8 +126,10 @@ std::optional<TaskFacts> lock_task(Datum run_id) {
   return facts_at(0, 1);
 }
 
-std::vector<std::pair<std::string, TaskFacts>> read_tasks(Datum run_ids) {
-  const std::uint64_t rows = spi_execute(read_statement, &run_ids, nullptr);
+namespace {
+
+std::vector<std::pair<std::string, TaskFacts>> task_rows(Statement& statement, Datum run_ids) {
+  const std::uint64_t rows = spi_execute(statement, &run_ids, nullptr);
   std::vector<std::pair<std::string, TaskFacts>> out;
   out.reserve(rows);
   for (std::uint64_t row = 0; row < rows; ++row) {
@@ -126,6 +137,16 @@ std::vector<std::pair<std::string, TaskFacts>> read_tasks(Datum run_ids) {
     out.emplace_back(text_value(spi_value(row, 1, &isnull)), facts_at(row, 2));
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, TaskFacts>> read_tasks(Datum run_ids) {
+  return task_rows(read_statement, run_ids);
+}
+
+std::vector<std::pair<std::string, TaskFacts>> lock_tasks(Datum run_ids) {
+  return task_rows(lock_many_statement, run_ids);
 }
 
 void judge_locked(Datum run_id, const Token& token, Micros now, bool allow_overdue) {

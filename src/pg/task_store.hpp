@@ -32,6 +32,10 @@ std::optional<TaskFacts> lock_task(Datum run_id);
 // be locked before anything is done with it.
 std::vector<std::pair<std::string, TaskFacts>> read_tasks(Datum run_ids);
 
+// The rows of `run_ids` (a text[]) as the fence sees them, locked FOR UPDATE
+// in run_id order: a batch's misses that must be judged under their lock.
+std::vector<std::pair<std::string, TaskFacts>> lock_tasks(Datum run_ids);
+
 // Raises the core's verdict for `run_id` after a missed fast path, judged
 // under the row's lock; returns normally when the row is held after all.
 void judge_locked(Datum run_id, const Token& token, Micros now, bool allow_overdue);

@@ -7,7 +7,7 @@
 --     (pg_stat_get_xact_blocks_fetched), which must stay a handful while the
 --     tables span hundreds of pages, whatever statements the functions use.
 BEGIN;
-SELECT plan(41);
+SELECT plan(44);
 
 -------------------------------------------------------------------------------
 -- Helpers
@@ -179,10 +179,9 @@ SELECT is(pg_temp.indexes($$EXECUTE tap_leases('{r20001,r20002,r20003}')$$), 'ru
   'claim_tasks leases (generic plan): runs, tasks and steps by primary key');
 SELECT is(pg_temp.seqscans($$EXECUTE tap_leases('{r20001,r20002,r20003}')$$), '', 'no sequential scan');
 
--- complete_tasks: one fenced UPDATE over run_id = ANY; a btree index scan (never a
--- bitmap scan, whose heap order is physical) locks in run_id order. The functions
--- plan it with enable_bitmapscan = off.
-SET enable_bitmapscan = off;
+-- complete_tasks: one fenced UPDATE whose rows are locked first, in run_id order,
+-- by a subquery (LockRows above a sort or an ordered index scan: the order does not
+-- depend on the plan); no planner setting on the functions.
 PREPARE tap_complete(text[], uuid[], jsonb[], timestamptz, text, text) AS
   UPDATE docket.runs r SET document = (r.document - 'waiting')
          || jsonb_build_object('status', $5::text, 'result', $3[array_position($1, r.run_id)],
@@ -191,20 +190,34 @@ PREPARE tap_complete(text[], uuid[], jsonb[], timestamptz, text, text) AS
          checkpoint_type = $6::docket.checkpoint_type, updated_at = $4,
          claim_token = NULL, claimed_at = NULL, wake_at = NULL,
          claim_attempts = 0, claim_abandons = 0, poisoned_at = NULL, poison_reason = NULL
-   WHERE r.run_id = ANY($1) AND r.claim_token = $2[array_position($1, r.run_id)]
+   WHERE r.run_id = ANY(ARRAY(SELECT x.run_id FROM docket.runs x
+                               WHERE x.run_id = ANY($1) AND x.claim_token = ANY($2) AND x.graph_hash = 'task'
+                               ORDER BY x.run_id FOR NO KEY UPDATE OF x))
+     AND r.claim_token = $2[array_position($1, r.run_id)]
      AND r.graph_hash = 'task' AND (r.deadline_at IS NULL OR r.deadline_at > $4)
   RETURNING r.run_id;
-SELECT is(pg_temp.index_cond($$EXECUTE tap_complete('{r20001,r20002}', ARRAY[gen_random_uuid(), gen_random_uuid()],
-                                                   '{1,2}', '2040-03-01Z', 'completed', 'run_completed')$$, 'runs_pkey'),
-  '(run_id = ANY ($1))', 'complete_tasks (generic plan): runs_pkey on run_id = ANY($1)');
-SELECT is((SELECT string_agg(n ->> 'Node Type', ',') FROM pg_temp.nodes($$EXECUTE tap_complete('{r20001,r20002}',
-             ARRAY[gen_random_uuid(), gen_random_uuid()], '{1,2}', '2040-03-01Z', 'completed', 'run_completed')$$) n),
-  'ModifyTable,Index Scan', 'complete_tasks: an index scan (run_id order), no bitmap or sequential scan');
+CREATE TEMP TABLE tap_complete_plan AS
+  SELECT n FROM pg_temp.nodes($$EXECUTE tap_complete('{r20001,r20002}', ARRAY[gen_random_uuid(), gen_random_uuid()],
+                                                   '{1,2}', '2040-03-01Z', 'completed', 'run_completed')$$) n;
+SELECT is((SELECT string_agg(DISTINCT n ->> 'Index Name', ',') FROM tap_complete_plan), 'runs_pkey',
+  'complete_tasks (generic plan): runs by primary key only');
+SELECT is((SELECT array_agg(n ->> 'Index Cond') FROM tap_complete_plan WHERE n ->> 'Index Name' = 'runs_pkey'),
+  '{"(run_id = ANY ($1))","(run_id = ANY ($1))"}'::text[],
+  'complete_tasks: both the lock and the update on run_id = ANY (EXPLAIN names the locked ids $1 too)');
+SELECT is((SELECT count(*)::int FROM tap_complete_plan WHERE n ->> 'Node Type' = 'LockRows'), 1,
+  'complete_tasks: the batch''s rows are locked by a LockRows node (run_id order)');
+SELECT ok(NOT EXISTS (SELECT 1 FROM tap_complete_plan
+                       WHERE n ->> 'Node Type' = 'Seq Scan'),
+  'complete_tasks: no sequential scan (a bitmap scan is fine: the lock order comes from the sort)');
 
 -- complete_steps / complete_step: fenced refresh, insert, stored values in one statement
 PREPARE tap_steps_batch(text[], uuid[], text[], jsonb[], timestamptz, text[], uuid[]) AS
   WITH held AS (UPDATE docket.runs r SET claimed_at = greatest(r.claimed_at, $5)
-                 WHERE r.run_id = ANY($6) AND r.claim_token = $7[array_position($6, r.run_id)]
+                 WHERE r.run_id = ANY(ARRAY(SELECT x.run_id FROM docket.runs x
+                                             WHERE x.run_id = ANY($6) AND x.claim_token = ANY($2)
+                                               AND x.graph_hash = 'task'
+                                             ORDER BY x.run_id FOR NO KEY UPDATE OF x))
+                   AND r.claim_token = $7[array_position($6, r.run_id)]
                    AND r.graph_hash = 'task' AND (r.deadline_at IS NULL OR r.deadline_at > $5)
                 RETURNING r.run_id, r.claim_token),
        items AS (SELECT * FROM unnest($1, $2, $3, $4) WITH ORDINALITY AS i (run_id, token, step_name, value, ord)),
@@ -226,12 +239,14 @@ SELECT is(pg_temp.seqscans($$EXECUTE tap_steps_batch('{r20001}', ARRAY[gen_rando
                                                    '{r20001}', ARRAY[gen_random_uuid()])$$), '', 'no sequential scan');
 SELECT ok(NOT EXISTS (SELECT 1 FROM pg_temp.nodes($$EXECUTE tap_steps_batch('{r20001}', ARRAY[gen_random_uuid()], '{s}',
             '{1}', '2040-03-01Z', '{r20001}', ARRAY[gen_random_uuid()])$$) n
-           WHERE n ->> 'Node Type' LIKE 'Bitmap%' OR (n ->> 'Node Type' = 'Seq Scan' AND n ->> 'Relation Name' = 'runs')),
-  'complete_steps: the runs are refreshed through an index scan (run_id order)');
+           WHERE n ->> 'Node Type' = 'Seq Scan' AND n ->> 'Relation Name' = 'runs'),
+  'complete_steps: no sequential scan of docket.runs');
+SELECT is((SELECT count(*)::int FROM pg_temp.nodes($$EXECUTE tap_steps_batch('{r20001}', ARRAY[gen_random_uuid()], '{s}',
+            '{1}', '2040-03-01Z', '{r20001}', ARRAY[gen_random_uuid()])$$) n WHERE n ->> 'Node Type' = 'LockRows'), 1,
+  'complete_steps: the held runs are locked by a LockRows node (run_id order)');
 
 
--- finishing: the tasks' own waiters, and their parents by child run id (planned
--- within complete_task(s), with bitmap scans off)
+-- finishing: the tasks' own waiters, and their parents by child run id
 PREPARE tap_release(text[]) AS
   WITH own AS (DELETE FROM docket.task_waits w WHERE w.run_id = ANY($1)),
        parents AS (DELETE FROM docket.task_waits w WHERE w.kind = 'child' AND w.target = ANY($1)
@@ -240,7 +255,6 @@ PREPARE tap_release(text[]) AS
 SELECT is(pg_temp.indexes($$EXECUTE tap_release('{r20001,c20001-1}')$$), 'task_waits_child,task_waits_pkey',
   'finishing (generic plan): own waiters by task_waits_pkey, parents by task_waits_child');
 SELECT is(pg_temp.seqscans($$EXECUTE tap_release('{r20001,c20001-1}')$$), '', 'no sequential scan');
-RESET enable_bitmapscan;
 
 -------------------------------------------------------------------------------
 -- cleanup: finished runs by age through runs_finished

@@ -13,11 +13,11 @@ ALTER TABLE docket.runs ADD COLUMN deadline_at timestamptz;
 UPDATE docket.runs r SET deadline_at = t.deadline_at
   FROM docket.tasks t WHERE t.run_id = r.run_id AND t.deadline_at IS NOT NULL;
 
--- The batch calls lock their rows with one UPDATE over run_id = ANY(...): a
--- btree index scan visits the keys in run_id order, a bitmap heap scan in
--- physical order. complete_task(s) and complete_step(s) share their statements
--- and plan them with bitmap scans off, so the lock order is run_id order
--- (pinned by test/pgtap/task_explain.sql).
+-- The batch calls (and the single calls, which share their statements) lock
+-- every run they hold explicitly in run_id order, in their first statement:
+-- run_id = ANY(ARRAY(SELECT ... ORDER BY run_id FOR NO KEY UPDATE)), whatever
+-- plan reads the rows (docs/tasks.md, "Lock order"; test/pgtap/task_explain.sql,
+-- test/isolation/specs/task_batch_lock_order.spec).
 
 -- A finishing task's parents are looked up by the child's run id alone, so a
 -- batch of finished tasks is one index scan.
@@ -42,7 +42,6 @@ CREATE OR REPLACE FUNCTION docket.complete_task(run_id text, claim_token uuid,
   RETURNS void
   LANGUAGE c VOLATILE
   SET search_path = pg_catalog, pg_temp
-  SET enable_bitmapscan = off
   AS 'MODULE_PATHNAME', 'docket_complete_task';
 COMMENT ON FUNCTION docket.complete_task(text, uuid, jsonb) IS
   'Finishes a task with its result under its claim token (DK003 unknown, DK010 cancelled or past max_duration_ms, DK001 stale) and wakes tasks awaiting it.';
@@ -51,7 +50,6 @@ CREATE FUNCTION docket.complete_tasks(run_ids text[], claim_tokens uuid[], resul
   RETURNS TABLE (run_id text, outcome text)
   LANGUAGE c VOLATILE ROWS 10
   SET search_path = pg_catalog, pg_temp
-  SET enable_bitmapscan = off
   SET jit = off
   AS 'MODULE_PATHNAME', 'docket_complete_tasks';
 COMMENT ON FUNCTION docket.complete_tasks(text[], uuid[], jsonb[]) IS
@@ -62,7 +60,6 @@ CREATE OR REPLACE FUNCTION docket.complete_step(run_id text, claim_token uuid, s
   RETURNS jsonb
   LANGUAGE c VOLATILE
   SET search_path = pg_catalog, pg_temp
-  SET enable_bitmapscan = off
   AS 'MODULE_PATHNAME', 'docket_complete_step';
 COMMENT ON FUNCTION docket.complete_step(text, uuid, text, jsonb) IS
   'Stores a step result and refreshes the claim, under the claim token, in one statement. Completing a step twice keeps the first value; returns the stored value.';
@@ -72,7 +69,6 @@ CREATE FUNCTION docket.complete_steps(run_ids text[], claim_tokens uuid[], step_
   RETURNS TABLE (run_id text, step_name text, outcome text, value jsonb)
   LANGUAGE c VOLATILE ROWS 10
   SET search_path = pg_catalog, pg_temp
-  SET enable_bitmapscan = off
   SET jit = off
   AS 'MODULE_PATHNAME', 'docket_complete_steps';
 COMMENT ON FUNCTION docket.complete_steps(text[], uuid[], text[], jsonb[]) IS
