@@ -66,6 +66,19 @@ def wait_for(cur, run_id, states, timeout=30.0, interval=0.05):
         time.sleep(interval)
 
 
+def wait_until(cur, query, timeout=30.0, interval=0.05):
+    """Polls query until it returns true."""
+    deadline = time.monotonic() + timeout
+    while True:
+        cur.execute(query)
+        row = cur.fetchone()
+        if row is not None and row[0]:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError("still not true after %ss: %s" % (timeout, query))
+        time.sleep(interval)
+
+
 def demo(dsn, queue, timeout):
     conn = psycopg2.connect(dsn)
     conn.autocommit = True
@@ -107,8 +120,11 @@ def demo(dsn, queue, timeout):
     first = emit(cur, "approved:" + order, {"by": "alice"})
     again = emit(cur, "approved:" + order, {"by": "mallory"})  # changes nothing
 
-    # Cancel the long job while a worker runs it: the worker stops at its next call.
+    # Cancel the long job while a worker runs it (once it has done some work:
+    # a claimed task may not have started yet): the worker stops at its next call.
     wait_for(cur, runs["long_job"], ("running",), timeout)
+    wait_until(cur, "SELECT runs >= 1 FROM example_effects WHERE effect = 'long_job tick'",
+               timeout)
     cancelled = cancel(cur, runs["long_job"], "demo: no longer needed")
 
     summary = {"order_id": order, "first_emit": first, "second_emit": again,

@@ -20,6 +20,7 @@ Needs only Debian's python3-psycopg2.
 """
 
 import argparse
+import json
 import logging
 import select
 import signal
@@ -76,8 +77,9 @@ class Context:
     """One execution of one claimed task.
 
     The task function runs from the beginning on every attempt and after every
-    sleep or wait. Completed steps come back from the database (step_states), so
-    they return their stored value instead of running again.
+    sleep or wait. Completed steps come back with the claim (claim_tasks'
+    `steps` column: no extra round trip), so they return their stored value
+    instead of running again.
     """
 
     def __init__(self, conn, claim):
@@ -89,7 +91,7 @@ class Context:
         self.headers = claim["headers"]
         self.attempt = claim["attempt"]
         self.wake_reason = claim["wake_reason"]
-        self._steps = {}  # step name -> stored value, from load_steps()
+        self._steps = dict(claim.get("steps") or {})  # step name -> stored value
         self._seen = {}  # step name -> occurrences in this execution
 
     # -- names ---------------------------------------------------------------
@@ -119,11 +121,6 @@ class Context:
             raise
 
     # -- steps ---------------------------------------------------------------
-
-    def load_steps(self):
-        """Reads the steps earlier executions completed (the replay source)."""
-        self._steps = dict(self._call("SELECT * FROM docket.step_states(%s, %s)",
-                                      (self.run_id, self.claim_token)))
 
     def step(self, name, fn):
         """Runs fn() and stores its result; later executions get the stored result.
@@ -236,16 +233,24 @@ class Context:
 class Worker:
     """Claims tasks of one queue and runs them one at a time.
 
-    For parallelism run several processes; each claims only what it can run.
+    Completions are batched: a finished task's result is sent with
+    complete_tasks in the same transaction as the next claim, so a task costs
+    one transaction instead of two. With batch > 1 the worker claims up to batch
+    tasks at once, runs them one after another and completes them together;
+    the claimed tasks wait their turn, so use it for short tasks (a claim must
+    not wait longer than its lease). For parallelism run several processes;
+    each claims only what it can run.
     """
 
     def __init__(self, dsn, queue="default", lease_ms=30000, poll_interval=1.0,
-                 max_defers=20):
+                 max_defers=20, batch=1):
         self.dsn = dsn
         self.queue = queue
         self.lease_ms = lease_ms  # a task must make progress (a step, a heartbeat) within it
         self.poll_interval = poll_interval  # timers (sleeps, retries) do not notify
         self.max_defers = max_defers
+        self.batch = batch  # claim_limit, and so the largest complete_tasks batch
+        self._pending = []  # (run_id, claim_token, result JSON text) not yet completed
         self.registry = {}  # task name -> function(ctx, params)
         self._stopping = False
         self.conn = None
@@ -281,25 +286,63 @@ class Worker:
             try:
                 if self.conn is None:
                     self._connect()
-                if not self._run_one():
+                if not self._run_batch():
                     self._wait()
             except (psycopg2.OperationalError, psycopg2.InterfaceError) as e:
                 # An in-flight call may or may not have committed; the claim
-                # expires after lease_ms and the database recovers the task.
+                # expires after lease_ms and the database recovers the task
+                # (completions not flushed yet run again: at least once).
                 log.warning("connection lost (%s); reconnecting", str(e).strip().splitlines()[0])
                 self._close()
                 time.sleep(self.poll_interval)
+        try:
+            if self._pending and self.conn is not None:
+                self._flush_and_claim(0)  # finished tasks are not left to expire
+        except (psycopg2.OperationalError, psycopg2.InterfaceError) as e:
+            log.warning("final flush lost (%s)", str(e).strip().splitlines()[0])
         self._close()
 
-    def _run_one(self):
-        """Claims and runs at most one task; False when nothing was due."""
-        with self.conn.cursor(cursor_factory=psycopg2.extras.RealDictCursor) as cur:
-            cur.execute("SELECT * FROM docket.claim_tasks(%s, 1, %s)",
-                        (self.queue, self.lease_ms))
-            claims = cur.fetchall()
+    def _run_batch(self):
+        """Completes the finished tasks and claims the next ones, then runs them.
+
+        False when nothing was due.
+        """
+        claims = self._flush_and_claim(self.batch)
         for claim in claims:
             self._execute(claim)
         return bool(claims)
+
+    def _flush_and_claim(self, claim_limit):
+        """One transaction: complete_tasks for the pending results, then claim_tasks.
+
+        complete_tasks never raises for a task that was taken away: each element
+        gets its own outcome (completed, stale, cancelled, not_found).
+        """
+        pending, self._pending = self._pending, []
+        outcomes, claims = [], []
+        self.conn.autocommit = False
+        try:
+            with self.conn:  # commit on success, rollback on any exception
+                with self.conn.cursor(cursor_factory=psycopg2.extras.RealDictCursor) as cur:
+                    if pending:
+                        cur.execute(
+                            "SELECT run_id, outcome FROM docket.complete_tasks("
+                            "%s::text[], %s::uuid[], %s::jsonb[])",
+                            ([p[0] for p in pending], [p[1] for p in pending],
+                             [p[2] for p in pending]))
+                        outcomes = cur.fetchall()
+                    if claim_limit > 0:
+                        cur.execute("SELECT * FROM docket.claim_tasks(%s, %s, %s)",
+                                    (self.queue, claim_limit, self.lease_ms))
+                        claims = cur.fetchall()
+        finally:
+            self.conn.autocommit = True
+        for row in outcomes:
+            if row["outcome"] == "completed":
+                log.info("%s: completed", row["run_id"])
+            else:  # someone else owns the task's outcome now
+                log.info("%s: not completed, %s", row["run_id"], row["outcome"])
+        return claims
 
     def _wait(self):
         """Sleeps until a notification for our queue or the poll interval."""
@@ -321,7 +364,6 @@ class Worker:
 
         ctx = Context(self.conn, claim)
         try:
-            ctx.load_steps()
             log.info("%s: %s attempt %d (%s)", run_id, name, claim["attempt"],
                      claim["wake_reason"])
             result = fn(ctx, claim["params"])
@@ -338,11 +380,12 @@ class Worker:
             return
 
         try:
-            ctx._call("SELECT docket.complete_task(%s, %s, %s)",
-                      (run_id, token, _json(result)))
-            log.info("%s: completed", run_id)
-        except _Stopped as stop:
-            log.info("%s: not completed, %s", run_id, stop.why)
+            text = json.dumps(result)
+        except (TypeError, ValueError) as e:  # not JSON: a bug in the task, fail it
+            self._fail(ctx, e)
+            return
+        # Completed with the next claim (complete_tasks), in one transaction.
+        self._pending.append((run_id, str(token), text))
 
     def _fail(self, ctx, exc):
         error = {
@@ -422,6 +465,10 @@ def register_examples(worker):
     def always_fails(ctx, params):
         raise ValueError("attempt %d of a task that never succeeds" % ctx.attempt)
 
+    @worker.task("noop")
+    def noop(ctx, params):
+        return {"i": params.get("i")}
+
     @worker.task("long_job")
     def long_job(ctx, params):
         for _ in range(params.get("ticks", 600)):
@@ -437,12 +484,14 @@ def main(argv=None):
     parser.add_argument("--queue", default="default")
     parser.add_argument("--poll-interval", type=float, default=1.0)
     parser.add_argument("--lease-ms", type=int, default=30000)
+    parser.add_argument("--batch", type=int, default=1,
+                        help="tasks claimed (and completed) per transaction")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stdout,
                         format="%(asctime)s worker %(message)s")
 
     worker = Worker(args.dsn, queue=args.queue, lease_ms=args.lease_ms,
-                    poll_interval=args.poll_interval)
+                    poll_interval=args.poll_interval, batch=args.batch)
     register_examples(worker)
     with psycopg2.connect(args.dsn) as conn, conn.cursor() as cur:
         cur.execute(EXAMPLE_SCHEMA)

@@ -7,6 +7,8 @@ cd "$(dirname "$0")/../.."
 
 PY=/usr/bin/python3  # Debian's interpreter: python3-psycopg2 is installed for it
 DB=docket_pyexample
+BATCH_DB=docket_pyexample_batch
+APP=docket-example-worker  # the worker's application_name
 WORKDIR=$(mktemp -d)
 WORKER_LOG=$WORKDIR/worker.log
 worker_pid=
@@ -25,14 +27,42 @@ if ! "$PY" -c 'import psycopg2' 2>/dev/null; then
   exit 1
 fi
 
-psql -q -X -d postgres -v ON_ERROR_STOP=1 -c "SET client_min_messages = warning" \
-  -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB"
-psql -q -X -d $DB -v ON_ERROR_STOP=1 -c "CREATE EXTENSION docket"
+# Which SQL functions the worker calls is counted by the server
+# (pg_stat_user_functions, track_functions = all): deterministic, unlike timing.
+fresh_db() {
+  psql -q -X -d postgres -v ON_ERROR_STOP=1 -c "SET client_min_messages = warning" \
+    -c "DROP DATABASE IF EXISTS $1" -c "CREATE DATABASE $1" \
+    -c "ALTER DATABASE $1 SET track_functions = 'all'"
+  psql -q -X -d "$1" -v ON_ERROR_STOP=1 -c "CREATE EXTENSION docket"
+}
+
+# Stops the worker, then waits until its sessions have ended: a backend reports
+# its function counts before it leaves pg_stat_activity.
+stop_worker() {
+  kill "$worker_pid"
+  wait "$worker_pid" || true
+  worker_pid=
+  for _ in $(seq 600); do
+    n=$(psql -X -At -d postgres -c "SELECT count(*) FROM pg_stat_activity WHERE application_name = '$APP'")
+    [ "$n" = 0 ] && return 0
+    sleep 0.1
+  done
+  echo "the worker's sessions did not end" >&2
+  return 1
+}
+
+# calls NAME DB: how often the docket function NAME was called in DB (0 if never).
+calls() {
+  psql -X -At -d "$2" -c "SELECT coalesce(sum(calls), 0) FROM pg_stat_user_functions
+                           WHERE schemaname = 'docket' AND funcname = '$1'"
+}
+
+fresh_db $DB
 
 # A short poll interval: timers (the sleep, the retries, the event timeout) do
 # not notify, so the worker finds them by polling.
-"$PY" examples/python/worker.py --dsn "dbname=$DB" --queue example --poll-interval 0.2 \
-  >"$WORKER_LOG" 2>&1 &
+PGAPPNAME=$APP "$PY" examples/python/worker.py --dsn "dbname=$DB" --queue example \
+  --poll-interval 0.2 >"$WORKER_LOG" 2>&1 &
 worker_pid=$!
 
 if ! timeout 60 "$PY" examples/python/producer.py --dsn "dbname=$DB" --queue example \
@@ -42,17 +72,18 @@ if ! timeout 60 "$PY" examples/python/producer.py --dsn "dbname=$DB" --queue exa
   exit 1
 fi
 
-kill "$worker_pid"
-wait "$worker_pid" || true
-worker_pid=
+stop_worker
 
-"$PY" - "$DB" "$WORKDIR/summary.json" "$WORKER_LOG" <<'PYEOF'
+"$PY" - "$DB" "$WORKDIR/summary.json" "$WORKER_LOG" \
+  "$(calls complete_tasks $DB) $(calls complete_task $DB) $(calls step_states $DB) $(calls complete_step $DB)" \
+  <<'PYEOF'
 import json
 import sys
 
 import psycopg2
 
-db, summary_path, log_path = sys.argv[1:]
+db, summary_path, log_path, counts = sys.argv[1:]
+complete_tasks_calls, complete_task_calls, step_states_calls, complete_step_calls = map(int, counts.split())
 summary = json.load(open(summary_path))
 worker_log = open(log_path).read()
 tasks = summary["tasks"]
@@ -146,9 +177,55 @@ abandons = cur.fetchone()[0]
 check("unknown task deferred without using an attempt",
       t["state"] == "sleeping" and t["attempts"] == 1 and abandons >= 1, (t, abandons))
 
+# The batched calls: completions through complete_tasks, steps replayed from
+# claim_tasks' steps column (counted by the server, not timed).
+check("completions go through complete_tasks", complete_tasks_calls >= 1, complete_tasks_calls)
+check("complete_task is never called", complete_task_calls == 0, complete_task_calls)
+check("step_states is never called (claim_tasks returns the steps)", step_states_calls == 0,
+      step_states_calls)
+check("steps are stored with complete_step", complete_step_calls >= 1, complete_step_calls)
+
 check("no tracebacks in the worker log", "Traceback" not in worker_log)
 if failures:
     print("\nworker log:\n" + worker_log)
     sys.exit(1)
 print("python example: all checks passed")
 PYEOF
+
+# Batches: 20 no-op tasks, all due before the worker starts; with --batch 5 it
+# claims 5, runs them, and completes them with the next claim: exactly 4
+# complete_tasks calls of 5 tasks each, whatever the timing.
+fresh_db $BATCH_DB
+psql -q -X -d $BATCH_DB -v ON_ERROR_STOP=1 \
+  -c "SELECT count(*) FROM generate_series(1, 20) i, docket.spawn_task('noop', jsonb_build_object('i', i), 'batch') s" \
+  >/dev/null
+BATCH_LOG=$WORKDIR/batch_worker.log
+PGAPPNAME=$APP "$PY" examples/python/worker.py --dsn "dbname=$BATCH_DB" --queue batch --batch 5 \
+  --poll-interval 0.2 >"$BATCH_LOG" 2>&1 &
+worker_pid=$!
+done_count=0
+for _ in $(seq 600); do
+  done_count=$(psql -X -At -d $BATCH_DB -c "SELECT count(*) FROM docket.runs WHERE status = 'completed'")
+  [ "$done_count" = 20 ] && break
+  sleep 0.1
+done
+stop_worker
+batch_ok=1
+report() {  # report WHAT OK DETAIL
+  if [ "$2" = 1 ]; then echo "ok     $1"; else echo "FAILED $1: $3"; batch_ok=0; fi
+}
+report "batch: the 20 no-op tasks completed" "$([ "$done_count" = 20 ] && echo 1)" "$done_count"
+n=$(calls complete_tasks $BATCH_DB)
+report "batch: 4 complete_tasks calls of 5 tasks each" "$([ "$n" = 4 ] && echo 1)" "$n calls"
+n=$(psql -X -At -d $BATCH_DB -c "SELECT count(DISTINCT updated_at) FROM docket.runs WHERE status = 'completed'")
+report "batch: completed in 4 transactions (4 distinct completion times)" "$([ "$n" = 4 ] && echo 1)" "$n"
+n=$(calls complete_task $BATCH_DB)
+report "batch: complete_task never called" "$([ "$n" = 0 ] && echo 1)" "$n calls"
+n=$(grep -c ": completed$" "$BATCH_LOG" || true)
+report "batch: the worker logged 20 completions" "$([ "$n" = 20 ] && echo 1)" "$n"
+if [ "$batch_ok" != 1 ]; then
+  echo "batch worker log:"; cat "$BATCH_LOG"
+  exit 1
+fi
+psql -q -X -d postgres -c "DROP DATABASE $BATCH_DB"
+echo "python example: batches passed"
