@@ -31,9 +31,12 @@ namespace {
 // redundant, and the generic plan then prefers walking the queue-less index
 // (heap-correlated) with a queue filter, which reads every due run of every
 // other queue first. An array condition keeps the key, and only the queue
-// index delivers that order without a sort. The expired class has one index:
-// its range holds only expired claims (never the claims in flight), and the
-// queue, its last column, is checked in the index.
+// index delivers that order without a sort. The expired class has one index,
+// runs_claimed, keyed on claim_started_at (set here, never by a refresh, so a
+// refresh stays a HOT update): claimed_at >= claim_started_at, so every
+// expired claim lies in the range claim_started_at < cutoff; claimed_at is
+// checked on the row and the few rows in range are sorted by it. The queue,
+// the index's last column, is checked in the index.
 Statement candidates_statement{
     "SELECT false, run_id, wake_at, claim_attempts FROM (SELECT run_id, wake_at, claim_attempts"
     " FROM docket.runs WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL"
@@ -41,7 +44,7 @@ Statement candidates_statement{
     " ORDER BY wake_at, run_id COLLATE \"C\" LIMIT $2 FOR UPDATE SKIP LOCKED) AS ready"
     " UNION ALL SELECT true, run_id, claimed_at, claim_attempts FROM (SELECT run_id, claimed_at,"
     " claim_attempts FROM docket.runs WHERE status = 'running' AND poisoned_at IS NULL"
-    " AND claim_token IS NOT NULL AND claimed_at < $3"
+    " AND claim_token IS NOT NULL AND claim_started_at < $3 AND claimed_at < $3"
     " ORDER BY claimed_at, run_id COLLATE \"C\" LIMIT $2 FOR UPDATE SKIP LOCKED) AS expired",
     3,
     {TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID},
@@ -54,7 +57,7 @@ Statement candidates_queue_statement{
     " ORDER BY queue, wake_at, run_id COLLATE \"C\" LIMIT $2 FOR UPDATE SKIP LOCKED) AS ready"
     " UNION ALL SELECT true, run_id, claimed_at, claim_attempts FROM (SELECT run_id, claimed_at,"
     " claim_attempts FROM docket.runs WHERE status = 'running' AND poisoned_at IS NULL"
-    " AND claim_token IS NOT NULL AND claimed_at < $3 AND queue = $4"
+    " AND claim_token IS NOT NULL AND claim_started_at < $3 AND claimed_at < $3 AND queue = $4"
     " ORDER BY claimed_at, run_id COLLATE \"C\" LIMIT $2 FOR UPDATE SKIP LOCKED) AS expired",
     4,
     {TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, TEXTOID},
@@ -64,7 +67,9 @@ Statement candidates_queue_statement{
 // key: never `UPDATE ... FROM cte`, whose generic plan can turn into a join
 // over the whole table. Both return the same columns (see Returned).
 Statement lease_statement{
-    "UPDATE docket.runs SET claim_token = gen_random_uuid(), claimed_at = $2, wake_at = NULL,"
+    "UPDATE docket.runs SET claim_token = gen_random_uuid(), claimed_at = $2, claim_started_at = "
+    "$2,"
+    " wake_at = NULL,"
     " claim_attempts = claim_attempts + 1"
     " WHERE run_id = ANY($1)"
     " RETURNING run_id, tenant_id, graph_id, graph_hash, checkpoint_seq, claim_token,"

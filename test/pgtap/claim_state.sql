@@ -1,7 +1,7 @@
 -- refresh_claim and release_claim: seed 000's clauses on keeping and handing
 -- back a claim under its exact token. Times are in 2030 and passed as `now`.
 BEGIN;
-SELECT plan(46);
+SELECT plan(53);
 
 \ir lib/run_fixture.sql
 CREATE FUNCTION pg_temp.mk(id text, wake timestamptz, q text DEFAULT 'default') RETURNS void
@@ -158,6 +158,30 @@ SELECT is(docket.refresh_claim('p', (SELECT token FROM tok WHERE name = 'p'), pg
 SELECT lives_ok($$SELECT docket.release_claim('p', (SELECT token FROM tok WHERE name = 'p'), '2030-01-01 00:00:32Z')$$,
   'release on a poisoned run');
 SELECT is(pg_temp.row('p'), (SELECT s FROM snaps WHERE name = 'p'), 'leaves it poisoned and unscheduled');
+
+-- A refresh moves no index key: claimed-runs are indexed by claim_started_at,
+-- set once by the claim, so the refresh is a HOT update (in place, no index
+-- entry), and the expired class still follows claimed_at.
+SELECT pg_temp.mk('h', pg_temp.t(0), 'hq');
+INSERT INTO tok VALUES ('h', pg_temp.take('h', pg_temp.t(0), 'hq'));
+SELECT is((SELECT (claim_started_at, claimed_at) FROM docket.runs WHERE run_id = 'h'),
+  (pg_temp.t(0), pg_temp.t(0)), 'a claim sets claim_started_at and claimed_at to now');
+CREATE TEMP TABLE hot_before AS
+  SELECT pg_stat_get_xact_tuples_updated('docket.runs'::regclass) AS upd,
+         pg_stat_get_xact_tuples_hot_updated('docket.runs'::regclass) AS hot;
+SELECT is(docket.refresh_claim('h', (SELECT token FROM tok WHERE name = 'h'), pg_temp.t(20)), true,
+  'h refreshed at t20');
+SELECT is((SELECT (pg_stat_get_xact_tuples_updated('docket.runs'::regclass) - upd,
+                   pg_stat_get_xact_tuples_hot_updated('docket.runs'::regclass) - hot) FROM hot_before),
+  (1::bigint, 1::bigint), 'the refresh was a HOT update');
+SELECT is((SELECT (claim_started_at, claimed_at) FROM docket.runs WHERE run_id = 'h'),
+  (pg_temp.t(0), pg_temp.t(20)), 'the refresh moved claimed_at only');
+SELECT is_empty($$SELECT * FROM docket.claim_due(now => pg_temp.t(40), orphan_ttl_ms => 30000, queue => 'hq')$$,
+  'claimed at t0, refreshed at t20: not expired at t40 with a 30 s TTL');
+SELECT is((SELECT (outcome, run_id, claimed_at) FROM docket.claim_due(now => pg_temp.t(51), orphan_ttl_ms => 30000, queue => 'hq')),
+  ('lease'::text, 'h'::text, pg_temp.t(51)), 'expired at t51 (refreshed 31 s before): stolen');
+SELECT is((SELECT claim_started_at FROM docket.runs WHERE run_id = 'h'), pg_temp.t(51),
+  'the steal starts a new claim');
 
 SELECT * FROM finish();
 ROLLBACK;
