@@ -17,38 +17,52 @@ namespace docket::pg {
 namespace {
 
 // $1..$4 the items (run_id, token, step_name, value) in input order, $5 now,
-// $6 the distinct run ids and $7 one token of each. The runs any of the items'
-// tokens hold are locked explicitly in run_id order (the ARRAY subquery: ORDER
-// BY under FOR NO KEY UPDATE) before the claim refresh changes any row, so two
-// batches sharing tasks cannot deadlock (as in complete_tasks: when every row
-// fails another fence condition first, the misses are locked afterwards, in
-// run_id order). Returns per item, in input order: held, stored (this call
-// inserted it), the value.
-Statement steps_statement{
-    "WITH held AS (UPDATE docket.runs r SET claimed_at = greatest(r.claimed_at, $5)"
-    " WHERE r.run_id = ANY(ARRAY(SELECT x.run_id FROM docket.runs x"
-    " WHERE x.run_id = ANY($6) AND x.claim_token = ANY($2) AND x.graph_hash = 'task'"
-    " ORDER BY x.run_id FOR NO KEY UPDATE OF x))"
-    " AND r.claim_token = $7[array_position($6, r.run_id)]"
-    " AND r.graph_hash = 'task' AND (r.deadline_at IS NULL OR r.deadline_at > $5)"
-    " RETURNING r.run_id, r.claim_token),"
-    " items AS (SELECT * FROM unnest($1, $2, $3, $4) WITH ORDINALITY"
-    " AS i (run_id, token, step_name, value, ord)),"
-    " ins AS (INSERT INTO docket.task_steps AS s (run_id, step_name, value, completed_at)"
-    " SELECT i.run_id, i.step_name, i.value, $5 FROM items i"
-    " JOIN held h ON h.run_id = i.run_id AND h.claim_token = i.token"
-    " ORDER BY i.run_id, i.step_name"
-    " ON CONFLICT ON CONSTRAINT task_steps_pkey DO NOTHING"
-    " RETURNING s.run_id, s.step_name, s.value)"
-    " SELECT h.run_id IS NOT NULL, n.run_id IS NOT NULL, coalesce(n.value, s.value)"
-    " FROM items i LEFT JOIN held h ON h.run_id = i.run_id AND h.claim_token = i.token"
-    " LEFT JOIN ins n ON n.run_id = i.run_id AND n.step_name = i.step_name"
-    " LEFT JOIN docket.task_steps s ON s.run_id = i.run_id AND s.step_name = i.step_name"
-    " ORDER BY i.ord",
-    7,
-    {TEXTARRAYOID, UUIDARRAYOID, TEXTARRAYOID, JSONBARRAYOID, TIMESTAMPTZOID, TEXTARRAYOID,
-     UUIDARRAYOID},
-    nullptr};
+// $6 the distinct run ids and $7 one token of each. Returns per item, in input
+// order: held, stored (this call inserted it), the value.
+#define DOCKET_STEPS_REFRESH \
+  "WITH held AS (UPDATE docket.runs r SET claimed_at = greatest(r.claimed_at, $5)"
+#define DOCKET_STEPS_REST                                                                \
+  " AND r.claim_token = $7[array_position($6, r.run_id)]"                                \
+  " AND r.graph_hash = 'task' AND (r.deadline_at IS NULL OR r.deadline_at > $5)"         \
+  " RETURNING r.run_id, r.claim_token),"                                                 \
+  " items AS (SELECT * FROM unnest($1, $2, $3, $4) WITH ORDINALITY"                      \
+  " AS i (run_id, token, step_name, value, ord)),"                                       \
+  " ins AS (INSERT INTO docket.task_steps AS s (run_id, step_name, value, completed_at)" \
+  " SELECT i.run_id, i.step_name, i.value, $5 FROM items i"                              \
+  " JOIN held h ON h.run_id = i.run_id AND h.claim_token = i.token"                      \
+  " ORDER BY i.run_id, i.step_name"                                                      \
+  " ON CONFLICT ON CONSTRAINT task_steps_pkey DO NOTHING"                                \
+  " RETURNING s.run_id, s.step_name, s.value)"                                           \
+  " SELECT h.run_id IS NOT NULL, n.run_id IS NOT NULL, coalesce(n.value, s.value)"       \
+  " FROM items i LEFT JOIN held h ON h.run_id = i.run_id AND h.claim_token = i.token"    \
+  " LEFT JOIN ins n ON n.run_id = i.run_id AND n.step_name = i.step_name"                \
+  " LEFT JOIN docket.task_steps s ON s.run_id = i.run_id AND s.step_name = i.step_name"  \
+  " ORDER BY i.ord"
+
+// Several runs: the runs any of the items' tokens hold are locked explicitly
+// in run_id order (the ARRAY subquery: ORDER BY under FOR NO KEY UPDATE)
+// before the claim refresh changes any row, so two batches sharing tasks
+// cannot deadlock (as in complete_tasks: when every row fails another fence
+// condition first, the misses are locked afterwards, in run_id order).
+Statement steps_statement{DOCKET_STEPS_REFRESH
+                          " WHERE r.run_id = ANY(ARRAY(SELECT x.run_id FROM docket.runs x"
+                          " WHERE x.run_id = ANY($6) AND x.claim_token = ANY($2)"
+                          " AND x.graph_hash = 'task'"
+                          " ORDER BY x.run_id FOR NO KEY UPDATE OF x))" DOCKET_STEPS_REST,
+                          7,
+                          {TEXTARRAYOID, UUIDARRAYOID, TEXTARRAYOID, JSONBARRAYOID, TIMESTAMPTZOID,
+                           TEXTARRAYOID, UUIDARRAYOID},
+                          nullptr};
+
+// One run (complete_step, or a batch of one task's steps): no order to keep,
+// so no separate lock; the claim refresh locks the row.
+Statement steps_one_statement{DOCKET_STEPS_REFRESH " WHERE r.run_id = ANY($6)" DOCKET_STEPS_REST,
+                              7,
+                              {TEXTARRAYOID, UUIDARRAYOID, TEXTARRAYOID, JSONBARRAYOID,
+                               TIMESTAMPTZOID, TEXTARRAYOID, UUIDARRAYOID},
+                              nullptr};
+#undef DOCKET_STEPS_REFRESH
+#undef DOCKET_STEPS_REST
 
 // A kept step stored by a transaction that committed after the statement's
 // snapshot: read it again.
@@ -84,8 +98,8 @@ struct StepResult {
   Datum value = Datum(0);
 };
 
-// Runs steps_statement for `items`; results in the same order. Values live in
-// SPI memory until spi_finish.
+// Runs steps_statement (steps_one_statement for one run) for `items`; results in the same order.
+// Values live in SPI memory until spi_finish.
 std::vector<StepResult> store_steps(const std::vector<StepItem>& items, Micros now) {
   const int n = static_cast<int>(items.size());
   std::vector<Datum> ids(n), tokens(n), names(n), values(n);
@@ -113,8 +127,9 @@ std::vector<StepResult> store_steps(const std::vector<StepItem>& items, Micros n
       TimestampTzGetDatum(now),
       make_array(run_ids.data(), no_nulls, static_cast<int>(run_ids.size()), TEXTOID),
       make_array(run_tokens.data(), no_nulls, static_cast<int>(run_tokens.size()), UUIDOID)};
-  spi_prepare_generic(steps_statement);
-  const std::uint64_t rows = spi_execute(steps_statement, params, nullptr);
+  Statement& statement = runs.size() == 1 ? steps_one_statement : steps_statement;
+  spi_prepare_generic(statement);
+  const std::uint64_t rows = spi_execute(statement, params, nullptr);
   std::vector<StepResult> out(rows);
   for (std::uint64_t row = 0; row < rows; ++row) {
     bool isnull = false;

@@ -7,7 +7,7 @@
 --     (pg_stat_get_xact_blocks_fetched), which must stay a handful while the
 --     tables span hundreds of pages, whatever statements the functions use.
 BEGIN;
-SELECT plan(44);
+SELECT plan(46);
 
 -------------------------------------------------------------------------------
 -- Helpers
@@ -210,6 +210,18 @@ SELECT ok(NOT EXISTS (SELECT 1 FROM tap_complete_plan
                        WHERE n ->> 'Node Type' = 'Seq Scan'),
   'complete_tasks: no sequential scan (a bitmap scan is fine: the lock order comes from the sort)');
 
+-- complete_task (one run): the same UPDATE without the separate lock, by primary key
+PREPARE tap_complete_one(text[], uuid[], jsonb[], timestamptz, text, text) AS
+  UPDATE docket.runs r SET status = $5, updated_at = $4, claim_token = NULL
+   WHERE r.run_id = ANY($1) AND r.claim_token = $2[array_position($1, r.run_id)]
+     AND r.graph_hash = 'task' AND (r.deadline_at IS NULL OR r.deadline_at > $4)
+  RETURNING r.run_id;
+SELECT is(pg_temp.indexes($$EXECUTE tap_complete_one('{r20001}', ARRAY[gen_random_uuid()], '{1}', '2040-03-01Z',
+                                                    'completed', 'run_completed')$$), 'runs_pkey',
+  'complete_task (generic plan): runs by primary key');
+SELECT is(pg_temp.seqscans($$EXECUTE tap_complete_one('{r20001}', ARRAY[gen_random_uuid()], '{1}', '2040-03-01Z',
+                                                     'completed', 'run_completed')$$), '', 'no sequential scan');
+
 -- complete_steps / complete_step: fenced refresh, insert, stored values in one statement
 PREPARE tap_steps_batch(text[], uuid[], text[], jsonb[], timestamptz, text[], uuid[]) AS
   WITH held AS (UPDATE docket.runs r SET claimed_at = greatest(r.claimed_at, $5)
@@ -337,6 +349,7 @@ DEALLOCATE tap_finished;
 DEALLOCATE tap_events;
 DEALLOCATE tap_leases;
 DEALLOCATE tap_complete;
+DEALLOCATE tap_complete_one;
 DEALLOCATE tap_steps_batch;
 DEALLOCATE tap_release;
 
