@@ -19,7 +19,7 @@
 #      concurrency, and the latency mode with explicit settings (NOTIFY on with
 #      docket.notify_interval_ms 0 and default, NOTIFY off).
 # Knobs (environment): BENCH_PORT (54352), BENCH_TASKS (100000), BENCH_CONCURRENCY
-# ("10 50"), STEPS_TASKS (30000), STEPS (3), WAKE_COUNT (300), WAKE_INTERVAL_MS (10),
+# ("10 50"), STEPS_TASKS (20000), STEPS (3), WAKE_COUNT (300), WAKE_INTERVAL_MS (10),
 # WAKE_BURST (10), WAKE_BURST_MS (100), BENCH_EXTRA (0), BENCH_FSYNC (on),
 # BENCH_INSTALL (1: make install first), BENCH_BUILD (client/build),
 # BENCH_OUT (/tmp/docket-bench-worker.txt), BENCH_RESULTS (a file to which
@@ -34,7 +34,7 @@ here=bench/worker
 PORT=${BENCH_PORT:-54352}
 N=${BENCH_TASKS:-100000}
 CONCURRENCY=${BENCH_CONCURRENCY:-"10 50"}
-STEPS_TASKS=${STEPS_TASKS:-30000}
+STEPS_TASKS=${STEPS_TASKS:-20000}
 STEPS=${STEPS:-3}
 WAKE_COUNT=${WAKE_COUNT:-300}
 WAKE_INTERVAL_MS=${WAKE_INTERVAL_MS:-10}
