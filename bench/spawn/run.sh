@@ -16,7 +16,8 @@
 # rounds (docket.spawn_task per row in one statement is superlinear in the row
 # count: 100,000 rows take many minutes), so the bench stays bounded.
 # Knobs (environment): BENCH_PORT (54361), SPAWN_TASKS (100000), SPAWN_ROUNDS (2),
-# SPAWN_MAX_SECONDS (60),
+# SPAWN_MAX_SECONDS (60), SPAWN_TIMEOUT (600 s: docket's statement is cancelled
+# after that; its rate is then reported as an upper bound),
 # BENCH_FSYNC (on), BENCH_INSTALL (1: make install first),
 # BENCH_OUT (/tmp/docket-bench-spawn.txt), BENCH_RESULTS (key=value results are
 # appended there, for bench/run_all.sh; default none).
@@ -28,6 +29,7 @@ PORT=${BENCH_PORT:-54361}
 N=${SPAWN_TASKS:-100000}
 ROUNDS=${SPAWN_ROUNDS:-2}
 MAX_SECONDS=${SPAWN_MAX_SECONDS:-60}
+TIMEOUT=${SPAWN_TIMEOUT:-600}
 OUT=${BENCH_OUT:-/tmp/docket-bench-spawn.txt}
 RESULTS=${BENCH_RESULTS:-/dev/null}
 
@@ -44,10 +46,13 @@ trap 'DOCKET_PGPORT=$PORT bash scripts/cluster.sh stop' EXIT
 say() { echo "$*" | tee -a "$OUT"; }
 result() { echo "$1=$2" >>"$RESULTS"; }
 ratio() { if [ "${2:-0}" = 0 ]; then echo "-"; else printf "%.2f" "$(echo "scale=4; $1 / $2" | bc)"; fi; }
-# timed <db> <sql>: runs one statement in autocommit, prints its duration in ms.
+# timed <db> <sql> [timeout_s]: runs one statement in autocommit, prints its
+# duration in ms (nothing if it failed or was cancelled by the timeout).
 timed() {
-  psql -X -q -v ON_ERROR_STOP=1 -d "$1" -c '\timing on' -c "$2" |
-    sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' | tail -1
+  local out
+  out=$(PGOPTIONS="-c statement_timeout=${3:-0}s" psql -X -q -v ON_ERROR_STOP=1 -d "$1" \
+    -c '\timing on' -c "$2" 2>&1) || return 0
+  echo "$out" | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' | tail -1
 }
 
 : >"$OUT"
@@ -83,11 +88,18 @@ for ((r = 1; r <= ROUNDS && slow == 0; r++)); do
   if ((r % 2 == 1)); then order="plain docket"; else order="docket plain"; fi
   for system in $order; do
     if [ $system = docket ]; then
-      ms=$(timed $db "$docket_sql")
+      ms=$(timed $db "$docket_sql" "$TIMEOUT")
       label=$docket_label
+      if [ -z "$ms" ]; then
+        ms=$((TIMEOUT * 1000))
+        label="$label: FAILED or cancelled after $TIMEOUT s (rate below is an upper bound)"
+        say "  NOTE: docket's statement failed or exceeded SPAWN_TIMEOUT=$TIMEOUT s"
+        result spawn.timed_out 1
+      fi
       [ "$(echo "$ms > $MAX_SECONDS * 1000" | bc)" = 1 ] && slow=1
     else
       ms=$(timed $db "$plain_sql")
+      [ -n "$ms" ] || { say "  plain INSERT failed"; exit 1; }
       label="plain table: INSERT ... SELECT (primary key + 1 index)"
     fi
     per_s=$(echo "scale=0; $N * 1000 / $ms" | bc)
