@@ -27,14 +27,9 @@ void Context::unwind(ControlSignal::Kind kind) {
   throw ControlSignal(this, kind);
 }
 
-template <typename Fn>
-auto Context::fenced(bool mutating, Statements statements, Fn&& fn) {
+template <typename Call>
+auto Context::guarded(Call&& call) {
   check_usable();
-  const auto call = [&] {
-    if (statements == Statements::one)
-      return detail::autocommit(backend_.connection(), mutating, fn);
-    return sql::in_transaction(backend_.connection(), mutating, fn);
-  };
   using Result = decltype(call());
   try {
     if constexpr (std::is_void_v<Result>) {
@@ -51,6 +46,15 @@ auto Context::fenced(bool mutating, Statements statements, Fn&& fn) {
   } catch (const StaleFence&) {
     unwind(ControlSignal::Kind::lost);
   }
+}
+
+template <typename Fn>
+auto Context::fenced(bool mutating, Statements statements, Fn&& fn) {
+  return guarded([&] {
+    const detail::ConnectionLease lease = backend_.connection();
+    if (statements == Statements::one) return detail::autocommit(*lease, mutating, fn);
+    return sql::in_transaction(*lease, mutating, fn);
+  });
 }
 
 const std::string& Context::owner_scope() {
@@ -87,9 +91,9 @@ Context::StepHandle Context::begin_step(const std::string& name) {
 Json Context::complete_step(const StepHandle& handle, const Json& value) {
   check_usable();
   if (handle.completed) return handle.value;
-  Json stored = fenced(true, Statements::one, [&](pqxx::transaction_base& tx) {
-    return sql::complete_step(tx, task_.run_id, task_.claim_token, handle.name, value);
-  });
+  // Group-committed with other runners' steps; the cache is updated only once
+  // the database confirmed (a kept step: the first stored value wins).
+  Json stored = guarded([&] { return backend_.store_step(handle.name, value); });
   steps_[handle.name] = stored;
   backend_.progress();
   return stored;

@@ -1,18 +1,27 @@
-// What a Context needs from its runner: the runner's own connection and a way
-// to report confirmed progress to the LeaseWatchdog. Internal to the client.
+// What a Context needs from its runner: a connection for its calls, the
+// group-committed step checkpoint, and a way to report confirmed progress to the
+// LeaseWatchdog. Internal to the client.
 #pragma once
 
 #include <string>
 
 #include <pqxx/pqxx>
 
+#include "docket/json.hpp"
+#include "pool_shared.hpp"
+
 namespace docket {
 
 class ContextBackend {
  public:
   virtual ~ContextBackend() = default;
-  // The runner's connection; only the runner thread uses it.
-  virtual pqxx::connection_base& connection() = 0;
+  // A connection lent for one call (or one transaction); given back when the
+  // lease is destroyed.
+  virtual detail::ConnectionLease connection() = 0;
+  // Stores a step checkpoint (group commit); returns the stored value once the
+  // database confirmed it (kept: the first stored value). Throws StaleFence,
+  // Cancelled, NotFound, Ambiguous or the server's typed error.
+  virtual Json store_step(const std::string& step_name, const Json& value) = 0;
   // A database call confirmed the lease (step, heartbeat): the watchdog restarts.
   virtual void progress() noexcept = 0;
   // The queue the task was claimed from (children are spawned there by default).

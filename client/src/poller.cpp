@@ -15,6 +15,8 @@ namespace {
 constexpr const char* kDueChannel = "docket_due";
 constexpr std::chrono::milliseconds kFirstBackoff{100};
 constexpr std::chrono::milliseconds kMaxBackoff{5000};
+// A spawn the debounce suppressed commits a little after its decision.
+constexpr std::chrono::milliseconds kTrailingMargin{10};
 
 // NOTIFY docket_due carries the queue that has due work; other queues are not ours.
 class DueReceiver final : public pqxx::notification_receiver {
@@ -64,7 +66,7 @@ void Poller::run() {
       connection_.reset();
       const auto until = Clock::now() + backoff;
       while (!stopping_.load() && Clock::now() < until) {
-        wait(-1, std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()));
+        wait(-1, std::chrono::duration_cast<std::chrono::microseconds>(until - Clock::now()));
       }
       backoff = std::min(backoff * 2, kMaxBackoff);
     }
@@ -82,14 +84,20 @@ void Poller::serve(bool& claimed) {
   pool_->log(LogLevel::debug, "poller of queue " + options.queue + " started with " +
                                   std::to_string(host_.live_runners()) + " live runners");
 
+  const int capacity_max = options.concurrency + options.prefetch;
+  // A freed slot alone does not make a claim worth it while work is queued:
+  // wait until half a batch can be claimed (or the queue ran dry).
+  const int refill_at = std::max(1, std::min(options.batch_size, capacity_max) / 2);
   bool claim_now = true;
   Clock::time_point last_poll = Clock::now();
+  Clock::time_point window_end = Clock::time_point::min();  // of the last NOTIFY's debounce
   while (!stopping_.load()) {
     host_.reap();
+    const Clock::time_point release_at = release_stale_claims();
     if (claim_now) {
       claim_now = false;
       last_poll = Clock::now();
-      const int capacity = options.concurrency - pool_->active();
+      const int capacity = capacity_max - pool_->active();
       if (capacity > 0) {
         const int limit = std::min(options.batch_size, capacity);
         const int got = claim(limit);
@@ -104,20 +112,40 @@ void Poller::serve(bool& claimed) {
     if (due_) {
       due_ = false;
       claim_now = true;
+      // The producer's later spawns within its debounce window send no NOTIFY:
+      // cover the window (hot polls) and claim once more after it (trailing edge).
+      window_end = Clock::now() + options.notify_debounce + kTrailingMargin;
       continue;
     }
-    const Clock::duration remaining = last_poll + options.poll_interval - Clock::now();
-    if (remaining <= Clock::duration::zero()) {
+    const Clock::time_point now = Clock::now();
+    Clock::time_point next_claim = last_poll + options.poll_interval;
+    if (window_end != Clock::time_point::min()) {
+      if (last_poll >= window_end) {
+        window_end = Clock::time_point::min();  // the trailing-edge claim is done
+      } else {
+        const Clock::duration hot = options.debounce_poll_interval;
+        next_claim = std::min(next_claim, hot > Clock::duration::zero()
+                                              ? std::min(last_poll + hot, window_end)
+                                              : window_end);
+      }
+    }
+    if (next_claim <= now) {
       claim_now = true;
       continue;
     }
-    const auto timeout = std::chrono::ceil<std::chrono::milliseconds>(remaining);
+    Clock::duration until_next = next_claim - now;
+    if (release_at != Clock::time_point::max()) {
+      until_next = std::min(until_next, std::max(Clock::duration::zero(), release_at - now));
+    }
+    const auto timeout = std::chrono::ceil<std::chrono::microseconds>(until_next);
     switch (wait(connection_->sock(), timeout)) {
       case Woken::stopping:
         break;
-      case Woken::pipe:  // a slot was freed: refill at once
-        claim_now = true;
+      case Woken::pipe: {  // a slot was freed: refill
+        const int free = capacity_max - pool_->active();
+        if (free >= refill_at || (free > 0 && pool_->local.size() == 0)) claim_now = true;
         break;
+      }
       case Woken::socket:  // a notification (or a broken connection): read it above
       case Woken::timeout:
         break;
@@ -138,19 +166,35 @@ int Poller::claim(int limit) {
       std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started).count();
   pool_->counters.claim_calls.fetch_add(1);
   pool_->counters.claim_micros.fetch_add(static_cast<std::uint64_t>(micros));
+  const Clock::time_point claimed_at = started;  // the lease began no earlier
   for (sql::ClaimedTask& task : tasks) {
     pool_->take_slot();
     pool_->counters.claimed.fetch_add(1);
-    host_.launch(std::move(task));
+    pool_->local.push(QueuedClaim{std::move(task), claimed_at});
   }
   return static_cast<int>(tasks.size());
 }
 
-Poller::Woken Poller::wait(int socket, std::chrono::milliseconds timeout) {
+Clock::time_point Poller::release_stale_claims() {
+  const Clock::duration half_lease = pool_->options.lease / 2;
+  const std::vector<QueuedClaim> stale =
+      pool_->local.take_claimed_before(Clock::now() - half_lease);
+  for (const QueuedClaim& claim : stale) {
+    pool_->log(LogLevel::warning, "run " + claim.task.run_id +
+                                      " waited half its lease in the local queue: claim released");
+    pool_->release_unstarted(*connection_, claim);
+  }
+  const std::optional<Clock::time_point> oldest = pool_->local.oldest();
+  return oldest ? *oldest + half_lease : Clock::time_point::max();
+}
+
+Poller::Woken Poller::wait(int socket, std::chrono::microseconds timeout) {
   pollfd fds[2] = {{pool_->poller_wake.fd(), POLLIN, 0}, {socket, POLLIN, 0}};
   const nfds_t count = socket >= 0 ? 2 : 1;
-  const int ms = static_cast<int>(std::clamp<std::int64_t>(timeout.count(), 0, INT_MAX));
-  const int ready = ::poll(fds, count, ms);
+  const std::int64_t us =
+      std::clamp<std::int64_t>(timeout.count(), 0, std::int64_t{INT_MAX} * 1000);
+  const timespec ts{static_cast<time_t>(us / 1000000), static_cast<long>(us % 1000000) * 1000};
+  const int ready = ::ppoll(fds, count, &ts, nullptr);
   if (stopping_.load()) return Woken::stopping;
   if (ready > 0 && fds[0].revents != 0) {
     pool_->poller_wake.drain();

@@ -1,8 +1,14 @@
-// Poller: claims up to the pool's free capacity (at most batch_size per call)
-// and hands each claimed task to a new runner. It wakes on NOTIFY docket_due
-// for its queue, on a runner giving its slot back (immediate refill), on its
-// poll interval as a fallback, and claims again at once while batches come back
-// full. It owns one connection; when that breaks it reconnects with backoff.
+// Poller: claims up to the pool's free capacity (concurrency + prefetch claims
+// held, at most batch_size per call) into the pool's local queue, where the
+// runner threads take them. It wakes on NOTIFY docket_due for its queue, on a
+// runner giving its slot back (refill), on its poll interval as a fallback, and
+// claims again at once while batches come back full. After a NOTIFY it also
+// covers the producer's debounce window (docket.notify_interval_ms, during
+// which that producer's further spawns send none): it claims every
+// debounce_poll_interval inside the window and once more at its end (the
+// trailing edge). A claim that waited in the
+// local queue for half the lease is released (handed back to the database). It
+// owns one connection; when that breaks it reconnects with backoff.
 // The active count belongs to the pool, so a restarted poller starts from the
 // runners still alive.
 #pragma once
@@ -22,9 +28,8 @@ namespace docket::detail {
 class RunnerHost {
  public:
   virtual ~RunnerHost() = default;
-  // Starts a runner for a claimed task; the poller has taken its slot.
-  virtual void launch(sql::ClaimedTask task) = 0;
-  // Joins the runner threads that have finished.
+  // Joins the runner threads that have exited and replaces those stopped by
+  // the watchdog.
   virtual void reap() = 0;
   // Runners holding a slot now.
   virtual int live_runners() = 0;
@@ -50,10 +55,13 @@ class Poller {
   // One incarnation: connect, listen, claim and wait until stopped or broken
   // (throws). `claimed` tells whether a claim succeeded before it broke.
   void serve(bool& claimed);
-  // Claims at most `limit` tasks and launches their runners; returns how many.
+  // Claims at most `limit` tasks into the local queue; returns how many.
   int claim(int limit);
+  // Releases queued claims older than half the lease; returns when the next one
+  // reaches that age (time_point::max() when none is queued).
+  Clock::time_point release_stale_claims();
   // Waits for the wake pipe or the socket (-1: none) up to `timeout`.
-  Woken wait(int socket, std::chrono::milliseconds timeout);
+  Woken wait(int socket, std::chrono::microseconds timeout);
 
   const std::shared_ptr<PoolShared> pool_;
   RunnerHost& host_;

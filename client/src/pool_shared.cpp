@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <stdexcept>
 #include <utility>
@@ -49,30 +50,49 @@ std::unique_ptr<pqxx::connection> connect(const std::string& conninfo) {
   }
 }
 
-ConnectionPool::ConnectionPool(std::string conninfo, std::size_t max_idle)
-    : conninfo_(std::move(conninfo)), max_idle_(max_idle) {}
+ConnectionPool::ConnectionPool(std::string conninfo, std::size_t size)
+    : conninfo_(std::move(conninfo)), size_(size) {}
 
 std::unique_ptr<pqxx::connection> ConnectionPool::acquire() {
   {
-    const std::lock_guard<std::mutex> lock(mutex_);
+    std::unique_lock<std::mutex> lock(mutex_);
+    available_.wait(lock, [&] { return closed_ || !idle_.empty() || open_ < size_; });
+    if (closed_) throw ConnectionLost("", "the worker pool is stopped");
     if (!idle_.empty()) {
       std::unique_ptr<pqxx::connection> connection = std::move(idle_.back());
       idle_.pop_back();
       return connection;
     }
+    ++open_;  // reserved: opened below, outside the lock
   }
-  return connect(conninfo_);
+  try {
+    auto connection = connect(conninfo_);
+    connection->set_variable("application_name", "'docket_runner'");
+    return connection;
+  } catch (...) {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      --open_;
+    }
+    available_.notify_one();
+    sql::rethrow_mapped(false);
+  }
 }
 
 void ConnectionPool::give_back(std::unique_ptr<pqxx::connection> connection) noexcept {
-  if (!connection || !connection->is_open()) return;
-  std::unique_ptr<pqxx::connection> dropped;
-  const std::lock_guard<std::mutex> lock(mutex_);
-  if (closed_ || idle_.size() >= max_idle_) {
-    dropped = std::move(connection);  // closed after the lock is released
-    return;
+  std::unique_ptr<pqxx::connection> dropped;  // closed after the lock is released
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (!connection) {
+      if (open_ > 0) --open_;
+    } else if (closed_ || !connection->is_open()) {
+      dropped = std::move(connection);
+      if (open_ > 0) --open_;
+    } else {
+      idle_.push_back(std::move(connection));
+    }
   }
-  idle_.push_back(std::move(connection));
+  available_.notify_one();
 }
 
 void ConnectionPool::close() noexcept {
@@ -81,7 +101,64 @@ void ConnectionPool::close() noexcept {
     const std::lock_guard<std::mutex> lock(mutex_);
     closed_ = true;
     idle.swap(idle_);
+    open_ -= std::min(open_, idle.size());
   }
+  available_.notify_all();
+}
+
+std::size_t ConnectionPool::open() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return open_;
+}
+
+void LocalQueue::push(QueuedClaim claim) {
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    claims_.push_back(std::move(claim));
+  }
+  ready_.notify_one();
+}
+
+std::optional<QueuedClaim> LocalQueue::pop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  ready_.wait(lock, [&] { return closed_ || !claims_.empty(); });
+  if (closed_) return std::nullopt;
+  QueuedClaim claim = std::move(claims_.front());
+  claims_.pop_front();
+  return claim;
+}
+
+std::vector<QueuedClaim> LocalQueue::take_claimed_before(Clock::time_point cutoff) {
+  std::vector<QueuedClaim> out;
+  const std::lock_guard<std::mutex> lock(mutex_);
+  while (!claims_.empty() && claims_.front().claimed_at <= cutoff) {
+    out.push_back(std::move(claims_.front()));
+    claims_.pop_front();
+  }
+  return out;
+}
+
+std::optional<Clock::time_point> LocalQueue::oldest() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  if (claims_.empty()) return std::nullopt;
+  return claims_.front().claimed_at;
+}
+
+std::size_t LocalQueue::size() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return claims_.size();
+}
+
+std::vector<QueuedClaim> LocalQueue::close() {
+  std::vector<QueuedClaim> out;
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    closed_ = true;
+    for (QueuedClaim& claim : claims_) out.push_back(std::move(claim));
+    claims_.clear();
+  }
+  ready_.notify_all();
+  return out;
 }
 
 namespace {
@@ -89,12 +166,25 @@ WorkerPoolOptions with_logger(WorkerPoolOptions options) {
   if (!options.logger) options.logger = stderr_logger(LogLevel::info);
   return options;
 }
+
+FlusherOptions flusher_options(const WorkerPoolOptions& options, PoolShared& pool) {
+  FlusherOptions out;
+  out.conninfo = options.conninfo;
+  out.max_batch = static_cast<std::size_t>(std::max(1, options.flush_max_batch));
+  out.max_delay = options.flush_max_delay;
+  out.async_commit = options.flush_async_commit;
+  out.log = [&pool](LogLevel level, const std::string& message) { pool.log(level, message); };
+  out.producers = [&pool] { return pool.running(); };
+  return out;
+}
 }  // namespace
 
 PoolShared::PoolShared(TaskCatalog catalog_in, WorkerPoolOptions options_in)
     : catalog(std::move(catalog_in)),
       options(with_logger(std::move(options_in))),
-      connections(options.conninfo, static_cast<std::size_t>(options.concurrency)) {}
+      connections(options.conninfo,
+                  static_cast<std::size_t>(std::max(1, options.runner_connections))),
+      flusher(flusher_options(options, *this)) {}
 
 void PoolShared::log(LogLevel level, const std::string& message) const noexcept {
   try {
@@ -130,6 +220,25 @@ bool PoolShared::release_claim(pqxx::connection_base& connection, const std::str
                                " (it expires after its lease): " + e.what());
     return false;
   }
+}
+
+bool PoolShared::release_unstarted(pqxx::connection_base& connection,
+                                   const QueuedClaim& claim) noexcept {
+  bool ok = true;
+  try {
+    sql::in_transaction(connection, true, [&](pqxx::transaction_base& tx) {
+      tx.exec("SET LOCAL lock_timeout = '2s'");
+      sql::abandon_unstarted_claim(tx, claim.task.run_id, claim.task.claim_token,
+                                   claim.task.checkpoint_seq);
+    });
+  } catch (const std::exception& e) {
+    log(LogLevel::warning, "could not hand back the prefetched claim of run " + claim.task.run_id +
+                               " (it expires after its lease): " + e.what());
+    ok = false;
+  }
+  counters.released.fetch_add(1);
+  free_slot();
+  return ok;
 }
 
 }  // namespace docket::detail

@@ -7,6 +7,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
+#include <optional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -18,6 +20,7 @@
 #include "docket/sql.hpp"
 #include "docket/task_catalog.hpp"
 #include "docket/worker_pool.hpp"
+#include "flusher.hpp"
 
 namespace docket::detail {
 
@@ -35,6 +38,7 @@ struct AtomicCounters {
   std::atomic<std::uint64_t> stuck{0};
   std::atomic<std::uint64_t> claim_calls{0};
   std::atomic<std::uint64_t> claim_micros{0};
+  std::atomic<std::uint64_t> released{0};
 };
 
 // A self-pipe: other threads wake the poller, which poll()s it next to its socket.
@@ -69,20 +73,68 @@ auto autocommit(pqxx::connection_base& connection, bool mutating, Fn&& fn) {
 // A new connection with docket's statements registered; throws ConnectionLost.
 std::unique_ptr<pqxx::connection> connect(const std::string& conninfo);
 
-// Runner connections, reused: opening one costs more than a short task.
+// The connections runners borrow for their calls that are not group-committed
+// (heartbeat, sleeps, waits, emits, spawns, failures): at most `size` exist
+// whatever the concurrency; a borrower waits while all are lent. A broken
+// connection is dropped on return and replaced on demand.
 class ConnectionPool {
  public:
-  ConnectionPool(std::string conninfo, std::size_t max_idle);
+  ConnectionPool(std::string conninfo, std::size_t size);
+  // Throws ConnectionLost when the pool is closed or a new connection fails.
   std::unique_ptr<pqxx::connection> acquire();
-  // Keeps a healthy connection for the next runner; drops it once closed.
   void give_back(std::unique_ptr<pqxx::connection> connection) noexcept;
   void close() noexcept;
+  // Connections open now (lent or idle).
+  std::size_t open() const;
 
  private:
   const std::string conninfo_;
-  const std::size_t max_idle_;
-  std::mutex mutex_;
+  const std::size_t size_;
+  mutable std::mutex mutex_;
+  std::condition_variable available_;
   std::vector<std::unique_ptr<pqxx::connection>> idle_;
+  std::size_t open_ = 0;  // lent + idle
+  bool closed_ = false;
+};
+
+// A connection borrowed from a ConnectionPool, given back when destroyed.
+class ConnectionLease {
+ public:
+  explicit ConnectionLease(ConnectionPool& pool) : pool_(&pool), connection_(pool.acquire()) {}
+  ~ConnectionLease() { pool_->give_back(std::move(connection_)); }
+  ConnectionLease(const ConnectionLease&) = delete;
+  ConnectionLease& operator=(const ConnectionLease&) = delete;
+  pqxx::connection& operator*() const noexcept { return *connection_; }
+
+ private:
+  ConnectionPool* pool_;
+  std::unique_ptr<pqxx::connection> connection_;
+};
+
+// A claimed task waiting in the pool's local queue for a runner thread.
+struct QueuedClaim {
+  sql::ClaimedTask task;
+  Clock::time_point claimed_at;
+};
+
+// The local queue between the poller and the runner threads (prefetch).
+class LocalQueue {
+ public:
+  void push(QueuedClaim claim);
+  // Blocks until a claim is queued (returns it) or the queue is closed (nullopt).
+  std::optional<QueuedClaim> pop();
+  // Removes the claims made at or before `cutoff` (held too long: released).
+  std::vector<QueuedClaim> take_claimed_before(Clock::time_point cutoff);
+  // The oldest claim time queued, if any.
+  std::optional<Clock::time_point> oldest() const;
+  std::size_t size() const;
+  // No more pops; returns what was still queued.
+  std::vector<QueuedClaim> close();
+
+ private:
+  mutable std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<QueuedClaim> claims_;
   bool closed_ = false;
 };
 
@@ -95,10 +147,17 @@ class PoolShared {
   AtomicCounters counters;
   WakePipe poller_wake;
   ConnectionPool connections;
+  LocalQueue local;
+  Flusher flusher;
 
   void log(LogLevel level, const std::string& message) const noexcept;
 
+  // Claims this pool holds: queued locally or with a runner.
   int active() const noexcept { return active_.load(); }
+  // Runners executing a task now.
+  int running() const noexcept { return running_.load(); }
+  void runner_started() noexcept { running_.fetch_add(1); }
+  void runner_stopped() noexcept { running_.fetch_sub(1); }
   void take_slot() noexcept { active_.fetch_add(1); }
   // A runner gave its slot back: wake the poller (immediate refill) and stop().
   void free_slot() noexcept;
@@ -115,9 +174,13 @@ class PoolShared {
   // long for row locks; false when that failed (the claim then expires).
   bool release_claim(pqxx::connection_base& connection, const std::string& run_id,
                      const std::string& claim_token) noexcept;
+  // Hands back a prefetched claim no runner started (the attempt is not used)
+  // and frees its slot; false when the call failed (the claim then expires).
+  bool release_unstarted(pqxx::connection_base& connection, const QueuedClaim& claim) noexcept;
 
  private:
   std::atomic<int> active_{0};
+  std::atomic<int> running_{0};
   std::mutex mutex_;
   std::condition_variable changed_;
 };

@@ -35,10 +35,11 @@ Json error_json(const std::string& message, const std::string& type) {
 
 }  // namespace
 
-Runner::Runner(std::shared_ptr<PoolShared> pool, sql::ClaimedTask task)
+Runner::Runner(std::shared_ptr<PoolShared> pool, sql::ClaimedTask task,
+               Clock::time_point claimed_at)
     : pool_(std::move(pool)),
       task_(std::move(task)),
-      progress_at_(Clock::now().time_since_epoch().count()) {}
+      progress_at_(claimed_at.time_since_epoch().count()) {}
 
 Runner::~Runner() = default;
 
@@ -68,7 +69,13 @@ bool Runner::stop() noexcept {
     invalidated_.store(true);
     if (context_) context_->invalidate();
   }
-  return release_slot();
+  if (!release_slot()) return false;
+  stopped_.store(true);
+  return true;
+}
+
+Json Runner::store_step(const std::string& step_name, const Json& value) {
+  return pool_->flusher.store_step(task_.run_id, task_.claim_token, step_name, value);
 }
 
 void Runner::run() noexcept {
@@ -79,46 +86,20 @@ void Runner::run() noexcept {
   } catch (...) {
     pool_->log(LogLevel::error, describe() + ": runner failed with an unknown exception");
   }
-  pool_->connections.give_back(std::move(connection_));
   release_slot();
   finished_.store(true);
   pool_->runner_finished();
 }
 
 void Runner::execute() {
-  try {
-    connection_ = pool_->connections.acquire();
-  } catch (const std::exception& e) {
-    pool_->counters.lost.fetch_add(1);
-    pool_->log(LogLevel::error,
-               describe() + ": no connection, the claim expires after its lease: " + e.what());
-    return;
-  }
-
   const Handler* handler = pool_->catalog.find(task_.task_name);
   if (handler == nullptr) {
     defer();
     return;
   }
 
-  std::map<std::string, Json> steps;
-  try {
-    steps = autocommit(*connection_, false, [&](pqxx::transaction_base& tx) {
-      return sql::step_states(tx, task_.run_id, task_.claim_token);
-    });
-  } catch (const Cancelled&) {
-    on_signal(ControlSignal::Kind::cancelled);
-    return;
-  } catch (const StaleFence&) {
-    on_signal(ControlSignal::Kind::lost);
-    return;
-  } catch (const std::exception& e) {
-    pool_->counters.lost.fetch_add(1);
-    pool_->log(LogLevel::error,
-               describe() + ": cannot load its steps, the claim expires: " + e.what());
-    return;
-  }
-
+  // claim_tasks returned the completed steps under this claim: no round trip.
+  std::map<std::string, Json> steps = task_.steps;
   {
     const std::lock_guard<std::mutex> lock(context_mutex_);
     context_ = std::make_unique<Context>(*this, task_, std::move(steps));
@@ -192,7 +173,8 @@ void Runner::on_signal(ControlSignal::Kind kind) {
 
 void Runner::defer() {
   try {
-    const std::string disposition = autocommit(*connection_, true, [&](pqxx::transaction_base& tx) {
+    const ConnectionLease lease = connection();
+    const std::string disposition = autocommit(*lease, true, [&](pqxx::transaction_base& tx) {
       return sql::defer_task(tx, task_.run_id, task_.claim_token);
     });
     pool_->counters.abandoned.fetch_add(1);
@@ -217,6 +199,9 @@ void Runner::finalize(const char* outcome, const std::function<void()>& call) {
     on_signal(ControlSignal::Kind::cancelled);
   } catch (const StaleFence&) {
     on_signal(ControlSignal::Kind::lost);
+  } catch (const NotFound& e) {
+    pool_->counters.lost.fetch_add(1);
+    pool_->log(LogLevel::error, describe() + ": " + outcome + " refused: " + e.what());
   } catch (const Ambiguous& e) {
     pool_->counters.lost.fetch_add(1);
     pool_->log(LogLevel::warning, describe() + ": " + outcome + " outcome unknown: " + e.what());
@@ -228,9 +213,8 @@ void Runner::finalize(const char* outcome, const std::function<void()>& call) {
 
 void Runner::finalize_success(const Json& result) {
   finalize("completion", [&] {
-    autocommit(*connection_, true, [&](pqxx::transaction_base& tx) {
-      sql::complete_task(tx, task_.run_id, task_.claim_token, result);
-    });
+    // Group-committed with other runners' completions; returns once committed.
+    pool_->flusher.complete_task(task_.run_id, task_.claim_token, result);
     pool_->counters.completed.fetch_add(1);
     pool_->log(LogLevel::debug, describe() + ": completed");
   });
@@ -238,10 +222,10 @@ void Runner::finalize_success(const Json& result) {
 
 void Runner::finalize_failure(const Json& error) {
   finalize("failure", [&] {
-    const sql::FailOutcome outcome =
-        autocommit(*connection_, true, [&](pqxx::transaction_base& tx) {
-          return sql::fail_task(tx, task_.run_id, task_.claim_token, error);
-        });
+    const ConnectionLease lease = connection();
+    const sql::FailOutcome outcome = autocommit(*lease, true, [&](pqxx::transaction_base& tx) {
+      return sql::fail_task(tx, task_.run_id, task_.claim_token, error);
+    });
     if (outcome.disposition == "cancelled") {
       pool_->counters.cancelled.fetch_add(1);
     } else {

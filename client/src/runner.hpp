@@ -1,8 +1,10 @@
-// Runner: executes one claimed task on its own thread and connection. It
+// Runner: executes one claimed task on one of the pool's runner threads. It
 // resolves the task name in the catalog (an unknown name is deferred without
-// using an attempt), replays the stored steps into a Context, runs the handler
-// and finalizes: complete on a result, fail on an exception, nothing on a
-// control signal of its own context (the database already holds the outcome).
+// using an attempt), seeds a Context with the steps claim_tasks returned, runs
+// the handler and finalizes: complete on a result (group-committed by the
+// pool's Flusher), fail on an exception, nothing on a control signal of its own
+// context (the database already holds the outcome). Its calls borrow one of the
+// pool's shared connections for their duration.
 // Whatever the thread touches it co-owns, so a thread that returns after the
 // watchdog or a shutdown gave up on it is harmless.
 #pragma once
@@ -24,7 +26,8 @@ namespace docket::detail {
 
 class Runner final : public ContextBackend {
  public:
-  Runner(std::shared_ptr<PoolShared> pool, sql::ClaimedTask task);
+  // claimed_at: when the claim was made (the watchdog's clock starts there).
+  Runner(std::shared_ptr<PoolShared> pool, sql::ClaimedTask task, Clock::time_point claimed_at);
   ~Runner() override;
 
   // The thread body; never throws.
@@ -34,6 +37,8 @@ class Runner final : public ContextBackend {
   // invalidated, so every further call throws and it will not finalize. True
   // when this call took its slot back (the caller then releases the claim).
   bool stop() noexcept;
+  // True once stop() took the slot: the thread, when it returns, retires.
+  bool stopped() const noexcept { return stopped_.load(); }
   // Counts the runner as stuck once; true for the first call.
   bool mark_stuck() noexcept { return !stuck_.exchange(true); }
 
@@ -46,7 +51,8 @@ class Runner final : public ContextBackend {
   bool mark_warned() noexcept { return !warned_.exchange(true); }
 
   // ContextBackend
-  pqxx::connection_base& connection() override { return *connection_; }
+  ConnectionLease connection() override { return ConnectionLease(pool_->connections); }
+  Json store_step(const std::string& step_name, const Json& value) override;
   void progress() noexcept override;
   const std::string& queue() const noexcept override { return pool_->options.queue; }
 
@@ -65,7 +71,6 @@ class Runner final : public ContextBackend {
 
   const std::shared_ptr<PoolShared> pool_;
   const sql::ClaimedTask task_;
-  std::unique_ptr<pqxx::connection> connection_;  // runner thread only
 
   std::mutex context_mutex_;          // publishes context_ to stop()
   std::unique_ptr<Context> context_;  // written by the runner thread under the mutex
@@ -73,6 +78,7 @@ class Runner final : public ContextBackend {
 
   std::atomic<bool> slot_held_{true};
   std::atomic<bool> finished_{false};
+  std::atomic<bool> stopped_{false};
   std::atomic<bool> stuck_{false};
   std::atomic<bool> warned_{false};
   std::atomic<Clock::rep> progress_at_;

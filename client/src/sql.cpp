@@ -52,9 +52,15 @@ constexpr StatementText kStatements[] = {
      " FROM docket.runs GROUP BY queue ORDER BY queue"},
     {"docket_claim_tasks",
      "SELECT run_id, claim_token::text, task_name, params::text, headers::text, attempt, "
-     "checkpoint_seq, wake_reason FROM docket.claim_tasks($1, $2::int, $3::bigint, $4::int)"},
+     "checkpoint_seq, wake_reason, steps::text FROM docket.claim_tasks($1, $2::int, $3::bigint, "
+     "$4::int)"},
     {"docket_step_states", "SELECT step_name, value::text FROM docket.step_states($1, $2::uuid)"},
     {"docket_complete_step", "SELECT docket.complete_step($1, $2::uuid, $3, $4::jsonb)::text"},
+    {"docket_complete_steps",
+     "SELECT run_id, step_name, outcome, value::text FROM docket.complete_steps($1::text[], "
+     "$2::uuid[], $3::text[], $4::jsonb[])"},
+    {"docket_complete_tasks",
+     "SELECT run_id, outcome FROM docket.complete_tasks($1::text[], $2::uuid[], $3::jsonb[])"},
     {"docket_heartbeat", "SELECT docket.heartbeat($1, $2::uuid)"},
     {"docket_sleep_until",
      "SELECT status, resume_at::text FROM docket.sleep_until($1, $2::uuid, $3, $4::timestamptz)"},
@@ -70,6 +76,10 @@ constexpr StatementText kStatements[] = {
      "SELECT disposition, retry_at::text FROM docket.fail_task($1, $2::uuid, $3::jsonb)"},
     {"docket_defer_task", "SELECT docket.defer_task($1, $2::uuid)"},
     {"docket_release_claim", "SELECT docket.release_claim($1, $2::uuid)"},
+    // Never poisons; due again at once; the claim attempt is handed back.
+    {"docket_abandon_unstarted",
+     "SELECT docket.abandon_claim($1, $2::uuid, $3::bigint, docket.now(), docket.now(), "
+     "2147483647, true)"},
 };
 
 Json parse_json(const pqxx::field& field) {
@@ -80,6 +90,22 @@ Json parse_json(const pqxx::field& field) {
 std::optional<Json> optional_json(const pqxx::result& result) {
   if (result.empty() || result[0][0].is_null()) return std::nullopt;
   return Json::parse(result[0][0].c_str());
+}
+
+// A PostgreSQL array literal of the (non-NULL) elements, each quoted.
+std::string array_literal(const std::vector<std::string>& elements) {
+  std::string out = "{";
+  for (std::size_t i = 0; i < elements.size(); ++i) {
+    if (i > 0) out += ',';
+    out += '"';
+    for (const char c : elements[i]) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+    out += '"';
+  }
+  out += '}';
+  return out;
 }
 
 const char* or_null(const std::optional<std::string>& value) {
@@ -250,6 +276,10 @@ std::vector<ClaimedTask> claim_tasks(pqxx::transaction_base& tx, const std::stri
     task.attempt = row[5].as<int>();
     task.checkpoint_seq = row[6].as<std::int64_t>();
     task.wake_reason = row[7].is_null() ? std::string() : row[7].as<std::string>();
+    const Json steps = parse_json(row[8]);
+    if (steps.is_object()) {
+      for (auto it = steps.begin(); it != steps.end(); ++it) task.steps.emplace(it.key(), *it);
+    }
     out.push_back(std::move(task));
   }
   return out;
@@ -267,6 +297,46 @@ Json complete_step(pqxx::transaction_base& tx, const std::string& run_id, const 
                    const std::string& step_name, const Json& value) {
   return parse_json(
       tx.exec_prepared1("docket_complete_step", run_id, token, step_name, value.dump())[0]);
+}
+
+std::vector<StepOutcome> complete_steps(pqxx::transaction_base& tx,
+                                        const std::vector<StepCheckpoint>& steps) {
+  std::vector<std::string> run_ids, tokens, names, values;
+  for (const StepCheckpoint& step : steps) {
+    run_ids.push_back(step.run_id);
+    tokens.push_back(step.claim_token);
+    names.push_back(step.step_name);
+    values.push_back(step.value.dump());
+  }
+  const pqxx::result r =
+      tx.exec_prepared("docket_complete_steps", array_literal(run_ids), array_literal(tokens),
+                       array_literal(names), array_literal(values));
+  std::vector<StepOutcome> out;
+  for (const pqxx::row& row : r) {
+    StepOutcome outcome;
+    outcome.run_id = row[0].as<std::string>();
+    outcome.step_name = row[1].as<std::string>();
+    outcome.outcome = row[2].as<std::string>();
+    outcome.value = parse_json(row[3]);
+    out.push_back(std::move(outcome));
+  }
+  return out;
+}
+
+std::vector<CompletionOutcome> complete_tasks(pqxx::transaction_base& tx,
+                                              const std::vector<TaskCompletion>& completions) {
+  std::vector<std::string> run_ids, tokens, results;
+  for (const TaskCompletion& completion : completions) {
+    run_ids.push_back(completion.run_id);
+    tokens.push_back(completion.claim_token);
+    results.push_back(completion.result.dump());  // JSON null for a null result
+  }
+  const pqxx::result r = tx.exec_prepared("docket_complete_tasks", array_literal(run_ids),
+                                          array_literal(tokens), array_literal(results));
+  std::vector<CompletionOutcome> out;
+  for (const pqxx::row& row : r)
+    out.push_back(CompletionOutcome{row[0].as<std::string>(), row[1].as<std::string>()});
+  return out;
 }
 
 void heartbeat(pqxx::transaction_base& tx, const std::string& run_id, const std::string& token) {
@@ -332,6 +402,12 @@ std::string defer_task(pqxx::transaction_base& tx, const std::string& run_id,
 void release_claim(pqxx::transaction_base& tx, const std::string& run_id,
                    const std::string& token) {
   tx.exec_prepared("docket_release_claim", run_id, token);
+}
+
+std::string abandon_unstarted_claim(pqxx::transaction_base& tx, const std::string& run_id,
+                                    const std::string& token, std::int64_t checkpoint_seq) {
+  return tx.exec_prepared1("docket_abandon_unstarted", run_id, token, checkpoint_seq)[0]
+      .as<std::string>();
 }
 
 }  // namespace docket::sql

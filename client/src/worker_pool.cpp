@@ -4,6 +4,7 @@
 #include <atomic>
 #include <list>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -38,6 +39,58 @@ void validate(const TaskCatalog& catalog, const WorkerPoolOptions& options) {
     throw std::invalid_argument("WorkerPool: shutdown_grace must be >= 0");
   if (options.max_claim_attempts < 1)
     throw std::invalid_argument("WorkerPool: max_claim_attempts must be >= 1");
+  if (options.notify_debounce.count() < 0 || options.debounce_poll_interval.count() < 0)
+    throw std::invalid_argument(
+        "WorkerPool: notify_debounce and debounce_poll_interval must be >= 0");
+  if (options.prefetch < 0) throw std::invalid_argument("WorkerPool: prefetch must be >= 0");
+  if (options.flush_max_batch < 1)
+    throw std::invalid_argument("WorkerPool: flush_max_batch must be >= 1");
+  if (options.flush_max_delay.count() < 0)
+    throw std::invalid_argument("WorkerPool: flush_max_delay must be >= 0");
+  if (options.runner_connections < 1)
+    throw std::invalid_argument("WorkerPool: runner_connections must be >= 1");
+}
+
+// One runner thread. It co-owns what it touches, so a thread detached at
+// shutdown (blocked in user code) can return late safely.
+struct WorkerThread {
+  std::mutex mutex;
+  std::shared_ptr<detail::Runner> current;  // the run it executes now, if any
+  std::atomic<bool> exited{false};
+  bool replaced = false;  // poller thread only: a replacement was started
+
+  std::shared_ptr<detail::Runner> runner() {
+    const std::lock_guard<std::mutex> lock(mutex);
+    return current;
+  }
+};
+
+// The thread body: takes claims from the local queue until it is closed. A
+// thread whose run was stopped from outside (watchdog, shutdown) retires when it
+// returns: the pool has already started another in its place.
+void runner_thread(const std::shared_ptr<detail::PoolShared>& pool,
+                   const std::shared_ptr<detail::LeaseWatchdog>& watchdog,
+                   const std::shared_ptr<WorkerThread>& self) {
+  for (;;) {
+    std::optional<detail::QueuedClaim> claim = pool->local.pop();
+    if (!claim) break;
+    auto runner = std::make_shared<detail::Runner>(pool, std::move(claim->task), claim->claimed_at);
+    {
+      const std::lock_guard<std::mutex> lock(self->mutex);
+      self->current = runner;
+    }
+    watchdog->watch(runner);
+    pool->runner_started();
+    runner->run();
+    pool->runner_stopped();
+    {
+      const std::lock_guard<std::mutex> lock(self->mutex);
+      self->current.reset();
+    }
+    if (runner->stopped()) break;
+  }
+  self->exited.store(true);
+  pool->runner_finished();
 }
 
 }  // namespace
@@ -56,19 +109,20 @@ class WorkerPool::Impl final : public detail::RunnerHost {
   PoolCounters counters() const;
 
   // RunnerHost (called by the poller thread)
-  void launch(sql::ClaimedTask task) override;
   void reap() override;
-  int live_runners() override;
+  int live_runners() override { return shared_->active(); }
 
  private:
   enum class State { created, running, stopped };
   struct Entry {
-    std::shared_ptr<detail::Runner> runner;
+    std::shared_ptr<WorkerThread> worker;
     std::thread thread;
   };
 
-  // The runners now (never call into a runner while holding runners_mutex_).
+  void start_thread();
+  // The runs executing now (never call into a runner while holding workers_mutex_).
   std::vector<std::shared_ptr<detail::Runner>> snapshot();
+  void release_queued_claims();
   void release_remaining_claims();
   void join_or_detach();
 
@@ -77,10 +131,10 @@ class WorkerPool::Impl final : public detail::RunnerHost {
   std::mutex lifecycle_mutex_;  // serializes start() and stop()
   std::atomic<State> state_{State::created};
   const std::shared_ptr<detail::PoolShared> shared_;  // counters readable at any time
-  std::unique_ptr<detail::LeaseWatchdog> watchdog_;
+  std::shared_ptr<detail::LeaseWatchdog> watchdog_;
   std::unique_ptr<detail::Poller> poller_;
-  std::mutex runners_mutex_;
-  std::list<Entry> runners_;
+  std::mutex workers_mutex_;
+  std::list<Entry> workers_;
 };
 
 void WorkerPool::Impl::start() {
@@ -92,13 +146,24 @@ void WorkerPool::Impl::start() {
   std::unique_ptr<pqxx::connection> connection = detail::connect(options_.conninfo);
   sql::in_transaction(*connection, false,
                       [](pqxx::transaction_base& tx) { sql::require_supported_schema(tx); });
-  watchdog_ = std::make_unique<detail::LeaseWatchdog>(shared_);
-  poller_ = std::make_unique<detail::Poller>(shared_, *this, std::move(connection));
+  watchdog_ = std::make_shared<detail::LeaseWatchdog>(shared_);
   watchdog_->start();
+  shared_->flusher.start(detail::connect(options_.conninfo));
+  for (int i = 0; i < options_.concurrency; ++i) start_thread();
+  poller_ = std::make_unique<detail::Poller>(shared_, *this, std::move(connection));
   poller_->start();
   state_.store(State::running);
   shared_->log(LogLevel::info, "worker pool of queue " + options_.queue + " started (" +
-                                   std::to_string(options_.concurrency) + " runners at most)");
+                                   std::to_string(options_.concurrency) + " runners, prefetch " +
+                                   std::to_string(options_.prefetch) + ")");
+}
+
+void WorkerPool::Impl::start_thread() {
+  auto worker = std::make_shared<WorkerThread>();
+  std::thread thread(
+      [pool = shared_, watchdog = watchdog_, worker] { runner_thread(pool, watchdog, worker); });
+  const std::lock_guard<std::mutex> lock(workers_mutex_);
+  workers_.push_back(Entry{std::move(worker), std::move(thread)});
 }
 
 void WorkerPool::Impl::stop() {
@@ -107,21 +172,45 @@ void WorkerPool::Impl::stop() {
     state_.store(State::stopped);
     return;
   }
-  // 1. No new claims.
+  // 1. No new claims; prefetched claims no runner took go back at once.
   poller_->stop();
   poller_.reset();
+  release_queued_claims();
   // 2. Active runners finish within the grace period.
   const Clock::time_point deadline = Clock::now() + options_.shutdown_grace;
   shared_->wait_until(deadline, [&] { return shared_->active() == 0; });
   // 3. The claims of those still running go back to the queue.
   release_remaining_claims();
   watchdog_->stop();
-  watchdog_.reset();
   // 4. Threads that returned are joined; blocked ones are detached and reported.
   join_or_detach();
+  // 5. Everything handed to the flusher is committed (or reported) before it stops.
+  shared_->flusher.stop();
   shared_->connections.close();
   state_.store(State::stopped);
   shared_->log(LogLevel::info, "worker pool of queue " + options_.queue + " stopped");
+}
+
+void WorkerPool::Impl::release_queued_claims() {
+  const std::vector<detail::QueuedClaim> queued = shared_->local.close();
+  if (queued.empty()) return;
+  std::unique_ptr<detail::ConnectionLease> lease;
+  try {
+    lease = std::make_unique<detail::ConnectionLease>(shared_->connections);
+  } catch (const std::exception& e) {
+    shared_->log(LogLevel::warning,
+                 std::string("shutdown: no connection to hand back prefetched claims (they "
+                             "expire): ") +
+                     e.what());
+  }
+  for (const detail::QueuedClaim& claim : queued) {
+    if (lease) {
+      shared_->release_unstarted(**lease, claim);
+    } else {
+      shared_->counters.released.fetch_add(1);
+      shared_->free_slot();
+    }
+  }
 }
 
 void WorkerPool::Impl::release_remaining_claims() {
@@ -130,9 +219,9 @@ void WorkerPool::Impl::release_remaining_claims() {
     if (runner->stop()) stopped.push_back(runner);
   }
   if (stopped.empty()) return;
-  std::unique_ptr<pqxx::connection> connection;
+  std::unique_ptr<detail::ConnectionLease> lease;
   try {
-    connection = detail::connect(options_.conninfo);
+    lease = std::make_unique<detail::ConnectionLease>(shared_->connections);
   } catch (const std::exception& e) {
     shared_->log(
         LogLevel::warning,
@@ -144,80 +233,85 @@ void WorkerPool::Impl::release_remaining_claims() {
     shared_->log(LogLevel::warning, "shutdown: task " + task.task_name + " (run " + task.run_id +
                                         ") did not finish within the grace period; its claim "
                                         "is released");
-    if (connection) shared_->release_claim(*connection, task.run_id, task.claim_token);
+    if (lease) shared_->release_claim(**lease, task.run_id, task.claim_token);
   }
 }
 
 void WorkerPool::Impl::join_or_detach() {
-  const std::vector<std::shared_ptr<detail::Runner>> runners = snapshot();
+  std::vector<std::shared_ptr<WorkerThread>> workers;
+  {
+    const std::lock_guard<std::mutex> lock(workers_mutex_);
+    for (const Entry& entry : workers_) workers.push_back(entry.worker);
+  }
   shared_->wait_until(Clock::now() + kSettle, [&] {
-    for (const std::shared_ptr<detail::Runner>& runner : runners)
-      if (!runner->finished()) return false;
+    for (const std::shared_ptr<WorkerThread>& worker : workers)
+      if (!worker->exited.load()) return false;
     return true;
   });
   std::list<Entry> entries;
   {
-    const std::lock_guard<std::mutex> lock(runners_mutex_);
-    entries.swap(runners_);
+    const std::lock_guard<std::mutex> lock(workers_mutex_);
+    entries.swap(workers_);
   }
   for (Entry& entry : entries) {
-    if (entry.runner->finished()) {
+    if (entry.worker->exited.load()) {
       entry.thread.join();
       continue;
     }
     // Blocked in user code: the thread co-owns all it touches, so it may return later.
-    if (entry.runner->mark_stuck()) shared_->counters.stuck.fetch_add(1);
-    const sql::ClaimedTask& task = entry.runner->task();
-    shared_->log(LogLevel::error, "shutdown: the thread of task " + task.task_name + " (run " +
-                                      task.run_id + ") is still blocked; detached");
+    const std::shared_ptr<detail::Runner> runner = entry.worker->runner();
+    if (runner) {
+      if (runner->mark_stuck()) shared_->counters.stuck.fetch_add(1);
+      const sql::ClaimedTask& task = runner->task();
+      shared_->log(LogLevel::error, "shutdown: the thread of task " + task.task_name + " (run " +
+                                        task.run_id + ") is still blocked; detached");
+    }
     entry.thread.detach();
   }
 }
 
-void WorkerPool::Impl::launch(sql::ClaimedTask task) {
-  auto runner = std::make_shared<detail::Runner>(shared_, std::move(task));
-  watchdog_->watch(runner);
-  try {
-    std::thread thread([runner] { runner->run(); });
-    const std::lock_guard<std::mutex> lock(runners_mutex_);
-    runners_.push_back(Entry{std::move(runner), std::move(thread)});
-  } catch (const std::exception& e) {
-    const sql::ClaimedTask& claimed = runner->task();
-    shared_->log(LogLevel::error, "cannot start a runner for run " + claimed.run_id +
-                                      " (its claim expires): " + e.what());
-    runner->stop();
-    shared_->counters.lost.fetch_add(1);
-  }
-}
-
 void WorkerPool::Impl::reap() {
-  std::list<Entry> done;
+  std::list<Entry> exited;
+  int replacements = 0;
   {
-    const std::lock_guard<std::mutex> lock(runners_mutex_);
-    for (auto it = runners_.begin(); it != runners_.end();) {
-      if (it->runner->finished()) {
-        done.splice(done.end(), runners_, it++);
-      } else {
-        ++it;
+    const std::lock_guard<std::mutex> lock(workers_mutex_);
+    for (auto it = workers_.begin(); it != workers_.end();) {
+      WorkerThread& worker = *it->worker;
+      if (worker.exited.load()) {
+        if (!worker.replaced) ++replacements;  // exited without a replacement yet
+        exited.splice(exited.end(), workers_, it++);
+        continue;
       }
+      if (!worker.replaced) {
+        const std::shared_ptr<detail::Runner> runner = worker.runner();
+        if (runner && runner->stopped()) {  // stopped by the watchdog: it retires on return
+          worker.replaced = true;
+          ++replacements;
+        }
+      }
+      ++it;
     }
   }
-  for (Entry& entry : done) entry.thread.join();
+  for (Entry& entry : exited) entry.thread.join();
+  for (int i = 0; i < replacements; ++i) {
+    try {
+      start_thread();
+    } catch (const std::exception& e) {
+      shared_->log(LogLevel::error, std::string("cannot start a runner thread: ") + e.what());
+    }
+  }
 }
 
 std::vector<std::shared_ptr<detail::Runner>> WorkerPool::Impl::snapshot() {
-  const std::lock_guard<std::mutex> lock(runners_mutex_);
+  std::vector<std::shared_ptr<WorkerThread>> workers;
+  {
+    const std::lock_guard<std::mutex> lock(workers_mutex_);
+    for (const Entry& entry : workers_) workers.push_back(entry.worker);
+  }
   std::vector<std::shared_ptr<detail::Runner>> out;
-  for (const Entry& entry : runners_) out.push_back(entry.runner);
+  for (const std::shared_ptr<WorkerThread>& worker : workers)
+    if (std::shared_ptr<detail::Runner> runner = worker->runner()) out.push_back(runner);
   return out;
-}
-
-int WorkerPool::Impl::live_runners() {
-  const std::lock_guard<std::mutex> lock(runners_mutex_);
-  int live = 0;
-  for (const Entry& entry : runners_)
-    if (entry.runner->holds_slot()) ++live;
-  return live;
 }
 
 PoolCounters WorkerPool::Impl::counters() const {
@@ -232,6 +326,7 @@ PoolCounters WorkerPool::Impl::counters() const {
   out.abandoned = c.abandoned.load();
   out.lost = c.lost.load();
   out.stuck = c.stuck.load();
+  out.released = c.released.load();
   out.active = static_cast<std::uint64_t>(std::max(0, shared_->active()));
   const std::uint64_t calls = c.claim_calls.load();
   out.claim_latency_ms =

@@ -115,6 +115,8 @@ class Context {
   // several in one transaction; DK010 and DK001 unwind the handler (cancelled,
   // lost). Defined in context.cpp.
   enum class Statements { one, several };
+  template <typename Call>
+  auto guarded(Call&& call);
   template <typename Fn>
   auto fenced(bool mutating, Statements statements, Fn&& fn);
   // "tenantless" or "tenant:<id>": the scope of this task's run (read once).

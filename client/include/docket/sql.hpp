@@ -81,6 +81,7 @@ struct ClaimedTask {
   int attempt = 0;
   std::int64_t checkpoint_seq = 0;
   std::string wake_reason;
+  std::map<std::string, Json> steps;  // completed steps (name -> value), read under the claim
 };
 std::vector<ClaimedTask> claim_tasks(pqxx::transaction_base& tx, const std::string& queue,
                                      int claim_limit, std::int64_t lease_ms,
@@ -89,6 +90,34 @@ std::map<std::string, Json> step_states(pqxx::transaction_base& tx, const std::s
                                         const std::string& token);
 Json complete_step(pqxx::transaction_base& tx, const std::string& run_id, const std::string& token,
                    const std::string& step_name, const Json& value);
+// Batched worker calls (DESIGN.md "Batched worker calls"): each element fenced
+// on its own; one outcome per element, in input order. The caller keeps run ids
+// (steps: run id and step name) distinct within one call.
+struct StepCheckpoint {
+  std::string run_id;
+  std::string claim_token;
+  std::string step_name;
+  Json value;
+};
+struct StepOutcome {
+  std::string run_id;
+  std::string step_name;
+  std::string outcome;  // stored | kept | stale | cancelled | not_found
+  Json value;           // stored or kept: the step's value (kept: the first stored value)
+};
+std::vector<StepOutcome> complete_steps(pqxx::transaction_base& tx,
+                                        const std::vector<StepCheckpoint>& steps);
+struct TaskCompletion {
+  std::string run_id;
+  std::string claim_token;
+  Json result;
+};
+struct CompletionOutcome {
+  std::string run_id;
+  std::string outcome;  // completed | stale | cancelled | not_found
+};
+std::vector<CompletionOutcome> complete_tasks(pqxx::transaction_base& tx,
+                                              const std::vector<TaskCompletion>& completions);
 void heartbeat(pqxx::transaction_base& tx, const std::string& run_id, const std::string& token);
 struct Suspension {
   bool suspended = false;  // true: the task was suspended, unwind the handler
@@ -120,6 +149,11 @@ FailOutcome fail_task(pqxx::transaction_base& tx, const std::string& run_id,
 std::string defer_task(pqxx::transaction_base& tx, const std::string& run_id,
                        const std::string& token);
 void release_claim(pqxx::transaction_base& tx, const std::string& run_id, const std::string& token);
+// Hands back a claim whose task never started (a prefetched claim): due again at
+// once, the claim attempt handed back, never poisoning (abandon_claim).
+// Returns rescheduled or stale.
+std::string abandon_unstarted_claim(pqxx::transaction_base& tx, const std::string& run_id,
+                                    const std::string& token, std::int64_t checkpoint_seq);
 
 }  // namespace docket::sql
 

@@ -1,9 +1,16 @@
 // WorkerPool: executes one queue's tasks. It validates its TaskCatalog and the
 // installed schema version before starting, then runs a Poller (claims up to
-// free capacity, woken by NOTIFY docket_due, by a runner finishing, and by its
-// poll interval) and one Runner thread per claimed task, each watched by a
-// LeaseWatchdog. PostgreSQL decides retries, poison and fencing; the pool only
-// carries the decisions out.
+// free capacity, concurrency + prefetch, into a local queue; woken by NOTIFY
+// docket_due, by a runner finishing, and by its poll interval), a fixed set of
+// `concurrency` runner threads taking claims from that queue, each run watched
+// by a LeaseWatchdog, and a Flusher that group-commits the step checkpoints and
+// completions of all runners. PostgreSQL decides retries, poison and fencing;
+// the pool only carries the decisions out.
+//
+// Connections (fixed, whatever the concurrency): 1 poller (LISTEN, claims,
+// releases of prefetched claims), 1 flusher, at most runner_connections shared
+// by the runners for their other calls, and 1 the watchdog opens when it first
+// has to release a stuck runner's claim: at most runner_connections + 3.
 #pragma once
 
 #include <chrono>
@@ -21,11 +28,34 @@ struct WorkerPoolOptions {
   std::string queue = "default";
   int concurrency = 10;  // runners at most
   int batch_size = 10;   // claim at most this many per poll
+  // Claims held in the local queue beyond the running ones (0: no prefetch).
+  // A queued claim is released (handed back to the database) if no runner took
+  // it within half the lease, and at shutdown.
+  int prefetch = 10;
   std::chrono::milliseconds poll_interval{1000};
   std::chrono::milliseconds lease{30000};  // claim TTL; the watchdog warns at 1x, stops at 2x
   std::chrono::milliseconds shutdown_grace{10000};
   int max_claim_attempts = 10;
-  bool listen = true;              // LISTEN docket_due
+  bool listen = true;  // LISTEN docket_due
+  // Wake-up: a producer's backend sends at most one NOTIFY per queue per
+  // docket.notify_interval_ms (100 ms by default); notify_debounce is the value
+  // the producers use. After a NOTIFY the poller claims every
+  // debounce_poll_interval until that window has passed, then once more (the
+  // trailing edge), so spawns the debounce kept quiet start at once too.
+  // debounce_poll_interval = 0: only the trailing-edge claim.
+  std::chrono::milliseconds notify_debounce{100};
+  std::chrono::microseconds debounce_poll_interval{1000};
+  // Group commit (see docs/tasks.md "Group commit"): one transaction commits up
+  // to flush_max_batch step checkpoints and completions, waiting at most
+  // flush_max_delay for more to arrive; a runner goes on only once it committed.
+  int flush_max_batch = 100;
+  std::chrono::microseconds flush_max_delay{2000};
+  // UNSAFE, off by default: commit flushes with synchronous_commit = off. A
+  // server crash can then lose steps and completions the runners were told were
+  // stored (the tasks re-run); only for throwaway workloads.
+  bool flush_async_commit = false;
+  // Connections the runners share for calls that are not group-committed.
+  int runner_connections = 2;
   std::shared_ptr<Logger> logger;  // default: stderr, info
 };
 
@@ -39,7 +69,8 @@ struct PoolCounters {
   std::uint64_t abandoned = 0;  // unknown task names handed back, claims released at shutdown
   std::uint64_t lost = 0;       // claims lost (DK001) or outcomes Ambiguous
   std::uint64_t stuck = 0;      // runners stopped by the watchdog (threads still blocked)
-  std::uint64_t active = 0;     // runners holding a slot now
+  std::uint64_t released = 0;   // prefetched claims handed back unstarted (half lease, shutdown)
+  std::uint64_t active = 0;     // claims held now (running or queued locally)
   double claim_latency_ms = 0;  // mean duration of a claim call
 };
 

@@ -1,0 +1,271 @@
+#include "flusher.hpp"
+
+#include <algorithm>
+#include <set>
+#include <stdexcept>
+#include <utility>
+
+#include "docket/errors.hpp"
+#include "docket/sql.hpp"
+#include "pool_shared.hpp"
+
+namespace docket::detail {
+
+struct Flusher::Item {
+  bool step = false;  // a step checkpoint; else a task completion
+  std::string run_id;
+  std::string claim_token;
+  std::string step_name;
+  Json value;  // the step's value or the task's result
+  Clock::time_point enqueued;
+  // Written by the flusher thread, read by the submitter once `done` is set
+  // (under the mutex).
+  bool done = false;
+  std::string outcome;
+  Json stored;
+  std::exception_ptr error;
+
+  // complete_steps rejects the same (run, step) twice, complete_tasks the same run.
+  std::string key() const { return step ? "s" + run_id + '\n' + step_name : "c" + run_id; }
+};
+
+namespace {
+
+[[noreturn]] void throw_outcome(const std::string& outcome, const std::string& run_id) {
+  if (outcome == "stale")
+    throw StaleFence("DK001", "stale_fence: task " + run_id + " is not held by this claim token");
+  if (outcome == "cancelled") throw Cancelled("DK010", "cancelled: task " + run_id);
+  if (outcome == "not_found") throw NotFound("DK003", "not_found: task " + run_id);
+  throw ServerError("", "unexpected outcome \"" + outcome + "\" for task " + run_id);
+}
+
+}  // namespace
+
+Flusher::Flusher(FlusherOptions options) : options_(std::move(options)) {}
+
+Flusher::~Flusher() {
+  stop();
+}
+
+void Flusher::start(std::unique_ptr<pqxx::connection> connection) {
+  if (connection) {
+    configure(*connection);
+    connection_ = std::move(connection);
+  }
+  thread_ = std::thread([this] { run(); });
+}
+
+void Flusher::stop() {
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  work_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    closed_ = true;
+  }
+  space_.notify_all();
+  done_.notify_all();
+}
+
+Json Flusher::store_step(const std::string& run_id, const std::string& claim_token,
+                         const std::string& step_name, const Json& value) {
+  auto item = std::make_shared<Item>();
+  item->step = true;
+  item->run_id = run_id;
+  item->claim_token = claim_token;
+  item->step_name = step_name;
+  item->value = value;
+  submit(item);
+  if (item->error) std::rethrow_exception(item->error);
+  if (item->outcome == "stored" || item->outcome == "kept") return item->stored;
+  throw_outcome(item->outcome, run_id);
+}
+
+void Flusher::complete_task(const std::string& run_id, const std::string& claim_token,
+                            const Json& result) {
+  auto item = std::make_shared<Item>();
+  item->run_id = run_id;
+  item->claim_token = claim_token;
+  item->value = result;
+  submit(item);
+  if (item->error) std::rethrow_exception(item->error);
+  if (item->outcome != "completed") throw_outcome(item->outcome, run_id);
+}
+
+std::uint64_t Flusher::flushes() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return flushes_;
+}
+
+std::size_t Flusher::largest_batch() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return largest_batch_;
+}
+
+void Flusher::submit(const ItemPtr& item) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  // Backpressure: at most max_batch items wait for the next flush.
+  space_.wait(lock, [&] { return closed_ || queue_.size() < options_.max_batch; });
+  if (closed_) throw ConnectionLost("", "the worker pool's flusher is stopped; nothing was sent");
+  item->enqueued = Clock::now();
+  queue_.push_back(item);
+  work_.notify_one();
+  done_.wait(lock, [&] { return item->done; });
+}
+
+void Flusher::run() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    work_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) break;  // stopping, and everything handed in is flushed
+    // Group commit: wait (at most max_delay after the oldest item) while more
+    // items can still come: the batch is not full and some runner has not
+    // handed one in yet.
+    const Clock::time_point deadline = queue_.front()->enqueued + options_.max_delay;
+    while (!stopping_ && queue_.size() < options_.max_batch &&
+           (!options_.producers || static_cast<int>(queue_.size()) < options_.producers()) &&
+           Clock::now() < deadline) {
+      work_.wait_until(lock, deadline);
+    }
+    const std::vector<ItemPtr> batch = take_batch();
+    space_.notify_all();
+    lock.unlock();
+    flush(batch);
+    lock.lock();
+    for (const ItemPtr& item : batch) item->done = true;
+    ++flushes_;
+    largest_batch_ = std::max(largest_batch_, batch.size());
+    done_.notify_all();
+  }
+  closed_ = true;  // under the lock: nothing can be queued after the last flush
+  lock.unlock();
+  space_.notify_all();
+  connection_.reset();
+}
+
+std::vector<Flusher::ItemPtr> Flusher::take_batch() {
+  std::vector<ItemPtr> batch;
+  std::set<std::string> keys;
+  for (auto it = queue_.begin(); it != queue_.end() && batch.size() < options_.max_batch;) {
+    if (keys.insert((*it)->key()).second) {
+      batch.push_back(*it);
+      it = queue_.erase(it);
+    } else {
+      ++it;  // the same key twice: the second waits for the next flush
+    }
+  }
+  return batch;
+}
+
+void Flusher::configure(pqxx::connection& connection) {
+  try {
+    connection.set_variable("application_name", "'docket_flusher'");
+    // Opt-in only (WorkerPoolOptions::flush_async_commit): a server crash can
+    // then lose flushes the runners were told had committed.
+    if (options_.async_commit) connection.set_variable("synchronous_commit", "off");
+  } catch (...) {
+    sql::rethrow_mapped(false);
+  }
+}
+
+pqxx::connection& Flusher::connection() {
+  if (!connection_) {
+    std::unique_ptr<pqxx::connection> fresh = connect(options_.conninfo);
+    configure(*fresh);
+    connection_ = std::move(fresh);
+  }
+  return *connection_;
+}
+
+void Flusher::execute(const std::vector<ItemPtr>& batch) {
+  std::vector<sql::StepCheckpoint> steps;
+  std::vector<sql::TaskCompletion> completions;
+  std::vector<Item*> step_items;
+  std::vector<Item*> completion_items;
+  for (const ItemPtr& item : batch) {
+    item->error = nullptr;
+    if (item->step) {
+      steps.push_back({item->run_id, item->claim_token, item->step_name, item->value});
+      step_items.push_back(item.get());
+    } else {
+      completions.push_back({item->run_id, item->claim_token, item->value});
+      completion_items.push_back(item.get());
+    }
+  }
+  pqxx::work tx(connection());
+  {
+    if (!steps.empty()) {
+      const std::vector<sql::StepOutcome> out = sql::complete_steps(tx, steps);
+      if (out.size() != steps.size())
+        throw std::runtime_error("complete_steps returned " + std::to_string(out.size()) +
+                                 " rows for " + std::to_string(steps.size()) + " steps");
+      for (std::size_t i = 0; i < out.size(); ++i) {
+        step_items[i]->outcome = out[i].outcome;
+        step_items[i]->stored = out[i].value;
+      }
+    }
+    if (!completions.empty()) {
+      const std::vector<sql::CompletionOutcome> out = sql::complete_tasks(tx, completions);
+      if (out.size() != completions.size())
+        throw std::runtime_error("complete_tasks returned " + std::to_string(out.size()) +
+                                 " rows for " + std::to_string(completions.size()) + " tasks");
+      for (std::size_t i = 0; i < out.size(); ++i) completion_items[i]->outcome = out[i].outcome;
+    }
+  }
+  tx.commit();
+}
+
+void Flusher::flush(const std::vector<ItemPtr>& batch) {
+  try {
+    execute(batch);
+    return;
+  } catch (...) {
+    std::exception_ptr error;
+    bool connection_problem = false;
+    bool ambiguous = false;
+    std::string message;
+    try {
+      sql::rethrow_mapped(true);
+    } catch (const Ambiguous& e) {
+      connection_problem = ambiguous = true;
+      message = e.what();
+    } catch (const ConnectionLost& e) {
+      connection_problem = true;  // nothing was sent
+      message = e.what();
+    } catch (const std::exception& e) {
+      error = std::current_exception();
+      message = e.what();
+    } catch (...) {
+      error = std::current_exception();
+      message = "unknown error";
+    }
+    if (connection_problem) {
+      connection_.reset();
+      if (options_.log)
+        options_.log(LogLevel::warning, "flush of " + std::to_string(batch.size()) + " item(s): " +
+                                            message + (ambiguous ? " (outcome unknown)" : ""));
+      // Each runner gets its own exception object.
+      for (const ItemPtr& item : batch) {
+        item->error = ambiguous ? std::make_exception_ptr(Ambiguous("", message))
+                                : std::make_exception_ptr(ConnectionLost("", message));
+      }
+      return;
+    }
+    if (batch.size() == 1) {
+      batch[0]->error = error;
+      return;
+    }
+    // The server rejected the transaction as a whole, so nothing of it was
+    // stored: each item on its own finds the one(s) at fault.
+    if (options_.log)
+      options_.log(LogLevel::warning, "a flush of " + std::to_string(batch.size()) +
+                                          " items was rejected (" + message +
+                                          "); retrying them one by one");
+    for (const ItemPtr& item : batch) flush({item});
+  }
+}
+
+}  // namespace docket::detail

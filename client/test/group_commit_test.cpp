@@ -1,0 +1,438 @@
+// Group commit, prefetch and the bounded connections of the worker side:
+// the Flusher on its own (per-item outcomes, step-after-confirm, cancellation
+// mid-batch, ambiguous connection loss) and through a WorkerPool (prefetched
+// claims released, connection count). Batches are made deterministic by the
+// flusher's `producers` hint and a long max_delay, never by sleeping.
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <pqxx/pqxx>
+
+#include "docket/client.hpp"
+#include "docket/context.hpp"
+#include "docket/errors.hpp"
+#include "docket/sql.hpp"
+#include "docket/worker_pool.hpp"
+#include "flusher.hpp"
+#include "test_db.hpp"
+
+namespace docket {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+using test::unique_name;
+
+bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout = 30s) {
+  const auto deadline = Clock::now() + timeout;
+  while (Clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return condition();
+}
+
+class GroupCommitTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    queue_ = unique_name("gc");
+    connection_ = std::make_unique<pqxx::connection>(test::conninfo());
+    client_ = std::make_unique<Client>(*connection_);
+  }
+
+  std::string spawn(const std::string& task_name = "t") {
+    SpawnOptions o;
+    o.queue = queue_;
+    return client_->spawn(task_name, Json::object(), o).run_id;
+  }
+
+  std::vector<sql::ClaimedTask> claim(int limit) {
+    pqxx::work tx(*connection_);
+    std::vector<sql::ClaimedTask> tasks = sql::claim_tasks(tx, queue_, limit, 60000, 10);
+    tx.commit();
+    return tasks;
+  }
+
+  std::string scalar(const std::string& sql) { return test::scalar(*connection_, sql); }
+
+  std::string state(const std::string& run_id) {
+    const std::optional<Json> r = client_->task_result("system", run_id);
+    return r ? r->value("state", std::string("?")) : "?";
+  }
+
+  // A flusher that waits (up to a minute) until `producers` items are queued,
+  // so they are committed in one transaction.
+  std::unique_ptr<detail::Flusher> flusher(int producers) {
+    detail::FlusherOptions o;
+    o.conninfo = test::conninfo();
+    o.max_batch = 100;
+    o.max_delay = 60s;
+    o.producers = [producers] { return producers; };
+    auto f = std::make_unique<detail::Flusher>(o);
+    f->start();
+    return f;
+  }
+
+  std::string queue_;
+  std::unique_ptr<pqxx::connection> connection_;
+  std::unique_ptr<Client> client_;
+};
+
+// Runs every call on its own thread (each blocks until its flush is
+// confirmed) and joins them.
+void in_parallel(const std::vector<std::function<void()>>& calls) {
+  std::vector<std::thread> threads;
+  for (const auto& call : calls) threads.emplace_back(call);
+  for (std::thread& t : threads) t.join();
+}
+
+TEST_F(GroupCommitTest, ClaimReturnsTheCompletedStepsUnderTheNewClaim) {
+  const std::string run_id = spawn();
+  std::vector<sql::ClaimedTask> first = claim(1);
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_TRUE(first[0].steps.empty());
+  {
+    pqxx::work tx(*connection_);
+    sql::complete_step(tx, run_id, first[0].claim_token, "a", Json{{"x", 1}});
+    sql::complete_step(tx, run_id, first[0].claim_token, "b", Json("two"));
+    sql::release_claim(tx, run_id, first[0].claim_token);
+    tx.commit();
+  }
+  std::vector<sql::ClaimedTask> second = claim(1);
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0].steps.size(), 2u);
+  EXPECT_EQ(second[0].steps["a"], (Json{{"x", 1}}));
+  EXPECT_EQ(second[0].steps["b"], Json("two"));
+}
+
+TEST_F(GroupCommitTest, OneFlushDeliversEachItemItsOwnOutcome) {
+  for (int i = 0; i < 6; ++i) spawn();
+  std::vector<sql::ClaimedTask> tasks = claim(6);
+  ASSERT_EQ(tasks.size(), 6u);
+  const sql::ClaimedTask& stored = tasks[0];
+  const sql::ClaimedTask& kept = tasks[1];
+  const sql::ClaimedTask& cancelled = tasks[2];
+  const sql::ClaimedTask& completed = tasks[3];
+  const sql::ClaimedTask& cancelled_completion = tasks[4];
+  const sql::ClaimedTask& stale_completion = tasks[5];
+  {
+    pqxx::work tx(*connection_);
+    sql::complete_step(tx, kept.run_id, kept.claim_token, "k", Json("first"));
+    tx.commit();
+  }
+  EXPECT_TRUE(client_->cancel("system", cancelled.run_id, std::string("test")));
+  EXPECT_TRUE(client_->cancel("system", cancelled_completion.run_id, std::string("test")));
+  const std::string other_token = "00000000-0000-4000-8000-000000000001";
+
+  auto f = flusher(8);
+  Json stored_value;
+  Json kept_value;
+  std::atomic<int> cancelled_step{0};
+  std::atomic<int> stale_step{0};
+  std::atomic<int> not_found_step{0};
+  std::atomic<int> completed_ok{0};
+  std::atomic<int> cancelled_done{0};
+  std::atomic<int> stale_done{0};
+  in_parallel({
+      [&] { stored_value = f->store_step(stored.run_id, stored.claim_token, "s", Json(1)); },
+      [&] { kept_value = f->store_step(kept.run_id, kept.claim_token, "k", Json("second")); },
+      [&] {
+        try {
+          f->store_step(cancelled.run_id, cancelled.claim_token, "s", Json(3));
+        } catch (const Cancelled&) {
+          ++cancelled_step;
+        }
+      },
+      [&] {
+        try {
+          f->store_step(stored.run_id, other_token, "s2", Json(4));
+        } catch (const StaleFence&) {
+          ++stale_step;
+        }
+      },
+      [&] {
+        try {
+          f->store_step("no-such-run", other_token, "s", Json(5));
+        } catch (const NotFound&) {
+          ++not_found_step;
+        }
+      },
+      [&] {
+        f->complete_task(completed.run_id, completed.claim_token, Json{{"ok", true}});
+        ++completed_ok;
+      },
+      [&] {
+        try {
+          f->complete_task(cancelled_completion.run_id, cancelled_completion.claim_token,
+                           Json("late"));
+        } catch (const Cancelled&) {
+          ++cancelled_done;
+        }
+      },
+      [&] {
+        try {
+          f->complete_task(stale_completion.run_id, other_token, Json("stale"));
+        } catch (const StaleFence&) {
+          ++stale_done;
+        }
+      },
+  });
+  EXPECT_EQ(f->flushes(), 1u);  // all eight in one transaction
+  EXPECT_EQ(f->largest_batch(), 8u);
+  EXPECT_EQ(stored_value, Json(1));
+  EXPECT_EQ(kept_value, Json("first"));  // the stored value wins
+  EXPECT_EQ(cancelled_step.load(), 1);
+  EXPECT_EQ(stale_step.load(), 1);
+  EXPECT_EQ(not_found_step.load(), 1);
+  EXPECT_EQ(completed_ok.load(), 1);
+  EXPECT_EQ(cancelled_done.load(), 1);
+  EXPECT_EQ(stale_done.load(), 1);
+  f->stop();
+
+  EXPECT_EQ(state(completed.run_id), "completed");
+  EXPECT_EQ(state(cancelled.run_id), "cancelled");
+  EXPECT_EQ(state(cancelled_completion.run_id), "cancelled");
+  // The stale completion changed nothing: the task still runs under its own claim.
+  EXPECT_EQ(state(stale_completion.run_id), "running");
+  EXPECT_EQ(scalar("SELECT value::text FROM docket.task_steps WHERE run_id = '" + kept.run_id +
+                   "' AND step_name = 'k'"),
+            "\"first\"");
+  EXPECT_EQ(
+      scalar("SELECT count(*) FROM docket.task_steps WHERE run_id = '" + cancelled.run_id + "'"),
+      "0");
+}
+
+TEST_F(GroupCommitTest, AStepIsVisibleToOthersOnceStoreStepReturns) {
+  spawn();
+  std::vector<sql::ClaimedTask> tasks = claim(1);
+  ASSERT_EQ(tasks.size(), 1u);
+  auto f = flusher(1);
+  for (int i = 0; i < 5; ++i) {
+    const std::string name = "step" + std::to_string(i);
+    EXPECT_EQ(f->store_step(tasks[0].run_id, tasks[0].claim_token, name, Json(i)), Json(i));
+    // Another connection sees it at once: the flush committed before returning.
+    EXPECT_EQ(scalar("SELECT value::text FROM docket.task_steps WHERE run_id = '" +
+                     tasks[0].run_id + "' AND step_name = '" + name + "'"),
+              std::to_string(i));
+  }
+  f->complete_task(tasks[0].run_id, tasks[0].claim_token, Json("done"));
+  EXPECT_EQ(state(tasks[0].run_id), "completed");
+}
+
+TEST_F(GroupCommitTest, ABadItemFailsOnlyItself) {
+  for (int i = 0; i < 2; ++i) spawn();
+  std::vector<sql::ClaimedTask> tasks = claim(2);
+  ASSERT_EQ(tasks.size(), 2u);
+  auto f = flusher(2);
+  Json good;
+  std::atomic<int> bad{0};
+  in_parallel({
+      [&] { good = f->store_step(tasks[0].run_id, tasks[0].claim_token, "ok", Json("fine")); },
+      [&] {
+        try {
+          // A token that is not a uuid: the server rejects the whole statement.
+          f->store_step(tasks[1].run_id, "not-a-uuid", "bad", Json(1));
+        } catch (const Error&) {
+          ++bad;
+        }
+      },
+  });
+  EXPECT_EQ(good, Json("fine"));
+  EXPECT_EQ(bad.load(), 1);
+  EXPECT_EQ(scalar("SELECT value::text FROM docket.task_steps WHERE run_id = '" + tasks[0].run_id +
+                   "' AND step_name = 'ok'"),
+            "\"fine\"");
+}
+
+TEST_F(GroupCommitTest, ConnectionLossDuringAFlushIsAmbiguous) {
+  spawn();
+  std::vector<sql::ClaimedTask> tasks = claim(1);
+  ASSERT_EQ(tasks.size(), 1u);
+  auto f = flusher(1);
+  f->store_step(tasks[0].run_id, tasks[0].claim_token, "first", Json(1));  // connected
+  // Terminate the flusher's backend and wait until it is gone.
+  EXPECT_EQ(scalar("SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, 30000)) FROM "
+                   "pg_stat_activity WHERE application_name = 'docket_flusher' AND "
+                   "datname = current_database()"),
+            "1");
+  EXPECT_THROW(f->store_step(tasks[0].run_id, tasks[0].claim_token, "second", Json(2)), Ambiguous);
+  // The next flush reconnects.
+  EXPECT_EQ(f->store_step(tasks[0].run_id, tasks[0].claim_token, "third", Json(3)), Json(3));
+}
+
+TEST_F(GroupCommitTest, AStoppedFlusherRefusesWithoutSending) {
+  auto f = flusher(1);
+  f->stop();
+  EXPECT_THROW(f->store_step("r", "00000000-0000-4000-8000-000000000001", "s", Json(1)),
+               ConnectionLost);
+}
+
+// --- through a WorkerPool --------------------------------------------------
+
+WorkerPoolOptions pool_options(const std::string& queue) {
+  WorkerPoolOptions o;
+  o.conninfo = test::conninfo();
+  o.queue = queue;
+  o.poll_interval = 100ms;
+  o.lease = 10000ms;
+  o.shutdown_grace = 0ms;
+  o.logger = stderr_logger(LogLevel::error);
+  return o;
+}
+
+TEST_F(GroupCommitTest, CancellationBetweenStepsUnwindsTheRunner) {
+  auto started = std::make_shared<std::atomic<int>>(0);
+  auto unwound = std::make_shared<std::atomic<int>>(0);
+  TaskCatalog catalog = TaskCatalog::Builder()
+                            .add("steps",
+                                 [started, unwound](Context& ctx, const Json&) -> Json {
+                                   ++*started;
+                                   try {
+                                     for (int i = 0;; ++i) ctx.step("s", [i] { return Json(i); });
+                                   } catch (const ControlSignal& signal) {
+                                     if (signal.kind() == ControlSignal::Kind::cancelled)
+                                       ++*unwound;
+                                     throw;
+                                   }
+                                 })
+                            .build();
+  WorkerPoolOptions o = pool_options(queue_);
+  o.concurrency = 3;
+  o.shutdown_grace = 10s;
+  WorkerPool pool(catalog, o);
+  pool.start();
+  const std::string a = spawn("steps");
+  const std::string b = spawn("steps");
+  ASSERT_TRUE(eventually([&] { return started->load() == 2; }));
+  EXPECT_TRUE(client_->cancel("system", a, std::string("test")));
+  EXPECT_TRUE(client_->cancel("system", b, std::string("test")));
+  ASSERT_TRUE(eventually([&] { return pool.counters().cancelled == 2; }));
+  pool.stop();
+  EXPECT_EQ(unwound->load(), 2);
+  EXPECT_EQ(state(a), "cancelled");
+  EXPECT_EQ(state(b), "cancelled");
+  const PoolCounters c = pool.counters();
+  EXPECT_EQ(c.completed, 0u);
+  EXPECT_EQ(c.failed, 0u);
+  EXPECT_EQ(c.lost, 0u);
+}
+
+TEST_F(GroupCommitTest, PrefetchedClaimsAreReleasedAtShutdown) {
+  auto started = std::make_shared<std::atomic<int>>(0);
+  TaskCatalog catalog = TaskCatalog::Builder()
+                            .add("hold",
+                                 [started](Context& ctx, const Json&) -> Json {
+                                   ++*started;
+                                   // Until the shutdown stops this runner.
+                                   while (!ctx.invalidated()) std::this_thread::sleep_for(2ms);
+                                   ctx.heartbeat();  // throws: invalidated
+                                   return Json();
+                                 })
+                            .build();
+  std::vector<std::string> runs;
+  for (int i = 0; i < 4; ++i) runs.push_back(spawn("hold"));
+  WorkerPoolOptions o = pool_options(queue_);
+  o.concurrency = 1;
+  o.prefetch = 3;
+  o.batch_size = 4;
+  WorkerPool pool(catalog, o);
+  pool.start();
+  ASSERT_TRUE(eventually([&] { return started->load() == 1 && pool.counters().claimed == 4; }));
+  EXPECT_EQ(scalar("SELECT count(*) FROM docket.runs WHERE queue = '" + queue_ +
+                   "' AND claim_token IS NOT NULL"),
+            "4");
+  pool.stop();
+  const PoolCounters c = pool.counters();
+  EXPECT_EQ(started->load(), 1);
+  EXPECT_EQ(c.released, 3u);   // the prefetched ones, never started
+  EXPECT_EQ(c.abandoned, 1u);  // the running one, past the (zero) grace period
+  EXPECT_EQ(c.active, 0u);
+  EXPECT_EQ(scalar("SELECT count(*) FROM docket.runs WHERE queue = '" + queue_ +
+                   "' AND claim_token IS NOT NULL"),
+            "0");
+  for (const std::string& run_id : runs) EXPECT_EQ(state(run_id), "pending");
+}
+
+TEST_F(GroupCommitTest, PrefetchedClaimsAreNotHeldPastHalfTheLease) {
+  auto release = std::make_shared<std::atomic<bool>>(false);
+  auto started = std::make_shared<std::atomic<int>>(0);
+  TaskCatalog catalog = TaskCatalog::Builder()
+                            .add("t",
+                                 [release, started](Context& ctx, const Json&) -> Json {
+                                   if (++*started == 1) {
+                                     while (!release->load()) {
+                                       ctx.heartbeat();
+                                       std::this_thread::sleep_for(20ms);
+                                     }
+                                   }
+                                   return Json("done");
+                                 })
+                            .build();
+  std::vector<std::string> runs;
+  for (int i = 0; i < 3; ++i) runs.push_back(spawn("t"));
+  WorkerPoolOptions o = pool_options(queue_);
+  o.concurrency = 1;
+  o.prefetch = 2;
+  o.batch_size = 3;
+  o.lease = 1000ms;
+  o.shutdown_grace = 10s;
+  WorkerPool pool(catalog, o);
+  pool.start();
+  // The two queued behind the blocked runner go back at half the lease.
+  ASSERT_TRUE(eventually([&] { return pool.counters().released >= 2; }));
+  release->store(true);
+  ASSERT_TRUE(eventually([&] {
+    for (const std::string& run_id : runs)
+      if (state(run_id) != "completed") return false;
+    return true;
+  }));
+  pool.stop();
+  EXPECT_EQ(pool.counters().completed, 3u);
+}
+
+TEST_F(GroupCommitTest, ConnectionCountDoesNotGrowWithConcurrency) {
+  constexpr int kTasks = 12;
+  auto started = std::make_shared<std::atomic<int>>(0);
+  auto peak = std::make_shared<std::atomic<int>>(0);
+  const std::string conninfo = test::conninfo();
+  TaskCatalog catalog = TaskCatalog::Builder()
+                            .add("t",
+                                 [started](Context& ctx, const Json&) -> Json {
+                                   ctx.step("before", [] { return Json(1); });
+                                   ++*started;
+                                   // Every runner keeps calling the database until all run at once.
+                                   while (started->load() < kTasks) ctx.heartbeat();
+                                   ctx.step("after", [] { return Json(2); });
+                                   return Json("done");
+                                 })
+                            .build();
+  WorkerPoolOptions o = pool_options(queue_);
+  o.concurrency = kTasks;
+  o.batch_size = kTasks;
+  o.runner_connections = 2;
+  o.shutdown_grace = 10s;
+  for (int i = 0; i < kTasks; ++i) spawn("t");
+  WorkerPool pool(catalog, o);
+  pool.start();
+  // Sample the pool's connections while it works (the test's own is excluded).
+  const std::string count_sql =
+      "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> "
+      "pg_backend_pid() AND backend_type = 'client backend'";
+  ASSERT_TRUE(eventually([&] {
+    peak->store(std::max(peak->load(), std::stoi(scalar(count_sql))));
+    return pool.counters().completed == static_cast<std::uint64_t>(kTasks);
+  }));
+  pool.stop();
+  // poller + flusher + runner_connections (the watchdog released nothing).
+  EXPECT_LE(peak->load(), 2 + o.runner_connections);
+  EXPECT_GE(peak->load(), 1);
+}
+
+}  // namespace
+}  // namespace docket
