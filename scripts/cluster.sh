@@ -51,7 +51,18 @@ shared_buffers = 512MB
 max_prepared_transactions = 10
 log_min_messages = warning
 CONF
-    as_postgres "$PGBIN/pg_ctl" -D "$DATA" -l "$LOG" -w -t 60 start >/dev/null
+    # The port lies in the kernel's ephemeral range: a client socket can hold it
+    # for a moment. Only that bind failure is retried (3 attempts).
+    for attempt in 1 2 3; do
+      if as_postgres "$PGBIN/pg_ctl" -D "$DATA" -l "$LOG" -w -t 60 start >/dev/null; then
+        break
+      fi
+      if [ $attempt = 3 ] || ! grep -q 'could not bind' "$LOG"; then
+        exit 1
+      fi
+      echo "port $PORT busy, retrying" >&2
+      sleep 2
+    done
     echo "cluster up on 127.0.0.1:$PORT ($DATA, fsync $FSYNC)"
     ;;
   stop)
