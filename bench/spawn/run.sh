@@ -13,7 +13,7 @@
 # owner_scope, options) when installed, else
 #   SELECT count(*) FROM generate_series(1, N) g, LATERAL docket.spawn_task(...)
 # A round whose docket statement took longer than SPAWN_MAX_SECONDS ends the
-# rounds (docket.spawn_task per row in one statement is superlinear in the row
+# rounds (the plpgsql docket.spawn_task of 0.2.0 per row in one statement was superlinear in the row
 # count: 100,000 rows take many minutes), so the bench stays bounded.
 # Knobs (environment): BENCH_PORT (54361), SPAWN_TASKS (100000), SPAWN_ROUNDS (2),
 # SPAWN_MAX_SECONDS (60), SPAWN_TIMEOUT (600 s: docket's statement is cancelled
