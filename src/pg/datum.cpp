@@ -90,8 +90,8 @@ Scope owner_scope_arg(FunctionCallInfo fcinfo, int index) {
 
 void validate_queue(const std::string& queue) {
   if (queue.empty() || queue.size() > kMaxQueueBytes)
-    fail(Reason::bad_argument, "queue must be a non-empty name of at most " +
-                                   std::to_string(kMaxQueueBytes) + " bytes");
+    fail(Reason::bad_argument,
+         "queue must be a non-empty name of at most " + std::to_string(kMaxQueueBytes) + " bytes");
 }
 
 std::string enum_label(Datum value) {
