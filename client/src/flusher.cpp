@@ -24,6 +24,9 @@ struct Flusher::Item {
   std::string outcome;
   Json stored;
   std::exception_ptr error;
+  // An asynchronous completion: called on the flusher thread once decided
+  // (null: completed), instead of waking a waiting submitter.
+  std::function<void(std::exception_ptr)> on_done;
 
   // complete_steps rejects the same (run, step) twice, complete_tasks the same run.
   std::string key() const { return step ? "s" + run_id + '\n' + step_name : "c" + run_id; }
@@ -95,6 +98,17 @@ void Flusher::complete_task(const std::string& run_id, const std::string& claim_
   if (item->outcome != "completed") throw_outcome(item->outcome, run_id);
 }
 
+void Flusher::complete_task_async(const std::string& run_id, const std::string& claim_token,
+                                  const Json& result,
+                                  std::function<void(std::exception_ptr)> on_done) {
+  auto item = std::make_shared<Item>();
+  item->run_id = run_id;
+  item->claim_token = claim_token;
+  item->value = result;
+  item->on_done = std::move(on_done);
+  submit(item, false);
+}
+
 std::uint64_t Flusher::flushes() const {
   const std::lock_guard<std::mutex> lock(mutex_);
   return flushes_;
@@ -105,7 +119,7 @@ std::size_t Flusher::largest_batch() const {
   return largest_batch_;
 }
 
-void Flusher::submit(const ItemPtr& item) {
+void Flusher::submit(const ItemPtr& item, bool wait) {
   std::unique_lock<std::mutex> lock(mutex_);
   // Backpressure: at most max_batch items wait for the next flush.
   space_.wait(lock, [&] { return closed_ || queue_.size() < options_.max_batch; });
@@ -113,7 +127,7 @@ void Flusher::submit(const ItemPtr& item) {
   item->enqueued = Clock::now();
   queue_.push_back(item);
   work_.notify_one();
-  done_.wait(lock, [&] { return item->done; });
+  if (wait) done_.wait(lock, [&] { return item->done; });
 }
 
 void Flusher::run() {
@@ -134,6 +148,22 @@ void Flusher::run() {
     space_.notify_all();
     lock.unlock();
     flush(batch);
+    for (const ItemPtr& item : batch) {
+      if (!item->on_done) continue;
+      std::exception_ptr error = item->error;
+      if (!error && item->outcome != "completed") {
+        try {
+          throw_outcome(item->outcome, item->run_id);
+        } catch (...) {
+          error = std::current_exception();
+        }
+      }
+      try {
+        item->on_done(error);
+      } catch (...) {
+        // A completion callback must not take the flusher down.
+      }
+    }
     lock.lock();
     for (const ItemPtr& item : batch) item->done = true;
     ++flushes_;

@@ -60,6 +60,13 @@ class Flusher {
   // A task completion: returns once committed. Throws as store_step does.
   void complete_task(const std::string& run_id, const std::string& claim_token, const Json& result);
 
+  // A task completion the caller does not wait for: `on_done` runs on the
+  // flusher thread once the flush is decided, with null when the task was
+  // completed, else the error complete_task would throw. Waits only while the
+  // queue is full (backpressure); throws ConnectionLost once stopped.
+  void complete_task_async(const std::string& run_id, const std::string& claim_token,
+                           const Json& result, std::function<void(std::exception_ptr)> on_done);
+
   // Test hooks: transactions committed (or attempted) and the largest batch.
   std::uint64_t flushes() const;
   std::size_t largest_batch() const;
@@ -68,7 +75,8 @@ class Flusher {
   struct Item;
   using ItemPtr = std::shared_ptr<Item>;
 
-  void submit(const ItemPtr& item);
+  // Queues the item; with `wait`, returns once it is decided.
+  void submit(const ItemPtr& item, bool wait = true);
   void run();
   // Takes up to max_batch queued items, at most one per key (lock held).
   std::vector<ItemPtr> take_batch();

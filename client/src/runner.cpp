@@ -212,12 +212,27 @@ void Runner::finalize(const char* outcome, const std::function<void()>& call) {
 }
 
 void Runner::finalize_success(const Json& result) {
+  // Group-committed with other runners' completions. The runner thread does not
+  // wait for the flush: it goes on with the next claim, and the outcome comes
+  // back to this runner (kept alive by the callback) on the flusher thread.
+  std::shared_ptr<Runner> self = shared_from_this();
   finalize("completion", [&] {
-    // Group-committed with other runners' completions; returns once committed.
-    pool_->flusher.complete_task(task_.run_id, task_.claim_token, result);
-    pool_->counters.completed.fetch_add(1);
-    pool_->log(LogLevel::debug, describe() + ": completed");
+    pool_->flusher.complete_task_async(
+        task_.run_id, task_.claim_token, result,
+        [self](std::exception_ptr error) { self->on_completed(error); });
   });
+}
+
+void Runner::on_completed(const std::exception_ptr& error) noexcept {
+  try {
+    finalize("completion", [&] {
+      if (error) std::rethrow_exception(error);
+      pool_->counters.completed.fetch_add(1);
+      pool_->log(LogLevel::debug, describe() + ": completed");
+    });
+  } catch (...) {
+    pool_->counters.lost.fetch_add(1);
+  }
 }
 
 void Runner::finalize_failure(const Json& error) {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -24,7 +25,7 @@
 
 namespace docket::detail {
 
-class Runner final : public ContextBackend {
+class Runner final : public ContextBackend, public std::enable_shared_from_this<Runner> {
  public:
   // claimed_at: when the claim was made (the watchdog's clock starts there).
   Runner(std::shared_ptr<PoolShared> pool, sql::ClaimedTask task, Clock::time_point claimed_at);
@@ -60,6 +61,8 @@ class Runner final : public ContextBackend {
   void execute();
   void defer();
   void finalize_success(const Json& result);
+  // The flusher decided this runner's completion (null error: completed).
+  void on_completed(const std::exception_ptr& error) noexcept;
   void finalize_failure(const Json& error);
   // Runs the finalizing call: the database refusing it (cancelled, claim lost)
   // ends the attempt with no competing outcome; a lost connection is not guessed.

@@ -208,6 +208,39 @@ TEST_F(GroupCommitTest, OneFlushDeliversEachItemItsOwnOutcome) {
       "0");
 }
 
+TEST_F(GroupCommitTest, AsyncCompletionsReportTheirOwnOutcome) {
+  for (int i = 0; i < 2; ++i) spawn();
+  std::vector<sql::ClaimedTask> tasks = claim(2);
+  ASSERT_EQ(tasks.size(), 2u);
+  EXPECT_TRUE(client_->cancel("system", tasks[1].run_id, std::string("test")));
+  auto f = flusher(2);
+  std::atomic<int> completed{0};
+  std::atomic<int> cancelled{0};
+  std::atomic<int> other{0};
+  const auto on_done = [&](std::exception_ptr error) {
+    if (!error) {
+      ++completed;
+      return;
+    }
+    try {
+      std::rethrow_exception(error);
+    } catch (const Cancelled&) {
+      ++cancelled;
+    } catch (...) {
+      ++other;
+    }
+  };
+  f->complete_task_async(tasks[0].run_id, tasks[0].claim_token, Json(1), on_done);
+  f->complete_task_async(tasks[1].run_id, tasks[1].claim_token, Json(2), on_done);
+  f->stop();  // returns once everything handed in was flushed
+  EXPECT_EQ(f->flushes(), 1u);
+  EXPECT_EQ(completed.load(), 1);
+  EXPECT_EQ(cancelled.load(), 1);
+  EXPECT_EQ(other.load(), 0);
+  EXPECT_EQ(state(tasks[0].run_id), "completed");
+  EXPECT_EQ(state(tasks[1].run_id), "cancelled");
+}
+
 TEST_F(GroupCommitTest, AStepIsVisibleToOthersOnceStoreStepReturns) {
   spawn();
   std::vector<sql::ClaimedTask> tasks = claim(1);
