@@ -20,11 +20,15 @@
 //       bench.raw_jobs): THREADS connections, each claiming BATCH jobs in one
 //       statement and completing each job in its own statement, until none is left.
 //
-// Each mode prints one line of key=value figures on stdout.
+// Each mode prints one line of key=value figures on stdout. drain and
+// drain-steps read two optional knobs from the environment: BENCH_POOL_BATCH
+// (WorkerPoolOptions::batch_size, default 10) and BENCH_POOL_PREFETCH
+// (WorkerPoolOptions::prefetch, default the pool's).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -43,6 +47,12 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
+// An integer knob from the environment, or `fallback` when it is unset.
+int env_int(const char* name, int fallback) {
+  const char* value = std::getenv(name);  // NOLINT(concurrency-mt-unsafe): read before threads
+  return value != nullptr && *value != '\0' ? std::stoi(value) : fallback;
+}
+
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
@@ -53,7 +63,8 @@ docket::WorkerPoolOptions pool_options(const std::string& dsn, const std::string
   options.conninfo = dsn;
   options.queue = queue;
   options.concurrency = concurrency;
-  options.batch_size = 10;
+  options.batch_size = env_int("BENCH_POOL_BATCH", 10);
+  options.prefetch = env_int("BENCH_POOL_PREFETCH", options.prefetch);
   options.lease = 60s;
   options.logger = docket::stderr_logger(docket::LogLevel::warning);
   return options;
