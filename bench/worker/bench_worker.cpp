@@ -131,14 +131,19 @@ double percentile(const std::vector<double>& sorted, double p) {
   return sorted[index];
 }
 
-int latency(const std::string& dsn, const std::string& queue, int count, int interval_ms,
-            int poll_ms, bool listen, const std::string& notify_interval) {
+// Wake-to-start latencies in ms, sorted: `count` no-op tasks spawned into an
+// idle pool, `per_tx` per transaction every `interval_ms`, each measured from
+// just before its spawn's COMMIT to its handler's first instruction. The pool
+// is warmed up first (a burst of as many tasks as it has runners opens the
+// runners' connections, as in a pool that has been serving for a while), then
+// left idle; `session` statements run on the spawner's connection before the
+// measured spawns.
+std::vector<double> wake_latencies(const docket::WorkerPoolOptions& options,
+                                   const std::string& queue, int count, int interval_ms, int per_tx,
+                                   const std::vector<std::string>& session) {
   std::mutex mutex;
   std::unordered_map<std::string, Clock::time_point> committing;  // run id -> before COMMIT
   std::unordered_map<std::string, Clock::time_point> started;     // run id -> handler start
-  docket::WorkerPoolOptions options = pool_options(dsn, queue, 10);
-  options.poll_interval = std::chrono::milliseconds(poll_ms);
-  options.listen = listen;
   docket::WorkerPool pool(docket::TaskCatalog::Builder()
                               .add("noop",
                                    [&](docket::Context& ctx, const docket::Json&) {
@@ -150,100 +155,9 @@ int latency(const std::string& dsn, const std::string& queue, int count, int int
                               .build(),
                           options);
   pool.start();
-  pqxx::connection spawner(dsn);
+  pqxx::connection spawner(options.conninfo);
   docket::sql::prepare(spawner);
 
-  // Warm-up, not measured: a burst of as many tasks as the pool has runners opens
-  // the runners' connections, as in a pool that has been serving for a while.
-  {
-    pqxx::work tx(spawner);
-    for (int i = 0; i < options.concurrency; ++i)
-      docket::sql::spawn_task(tx, "noop", docket::Json::object(), queue, "tenantless",
-                              docket::Json::object());
-    tx.commit();
-  }
-  const Clock::time_point warm_deadline = Clock::now() + 60s;
-  while (pool.counters().completed < static_cast<std::uint64_t>(options.concurrency)) {
-    if (Clock::now() > warm_deadline) throw std::runtime_error("warm-up did not finish in 60 s");
-    std::this_thread::sleep_for(5ms);
-  }
-  {
-    const std::lock_guard<std::mutex> lock(mutex);
-    started.clear();
-  }
-  std::this_thread::sleep_for(500ms);  // idle: the poller waits on its socket
-
-  {
-    pqxx::nontransaction tx(spawner);
-    if (!listen) tx.exec("SET docket.notify = off");
-    if (notify_interval != "default") tx.exec("SET docket.notify_interval_ms = " + notify_interval);
-  }
-  const Clock::time_point begin = Clock::now();
-  for (int i = 0; i < count; ++i) {
-    std::this_thread::sleep_until(begin + i * std::chrono::milliseconds(interval_ms));
-    pqxx::work tx(spawner);
-    const docket::sql::SpawnResult spawned = docket::sql::spawn_task(
-        tx, "noop", docket::Json::object(), queue, "tenantless", docket::Json::object());
-    const Clock::time_point before_commit = Clock::now();
-    tx.commit();
-    const std::lock_guard<std::mutex> lock(mutex);
-    committing.emplace(spawned.run_id, before_commit);
-  }
-  const Clock::time_point deadline = Clock::now() + 60s;
-  for (;;) {
-    {
-      const std::lock_guard<std::mutex> lock(mutex);
-      if (started.size() >= static_cast<std::size_t>(count)) break;
-    }
-    if (Clock::now() > deadline) throw std::runtime_error("not every task started within 60 s");
-    std::this_thread::sleep_for(5ms);
-  }
-  pool.stop();
-
-  std::vector<double> ms;
-  for (const auto& [run_id, at] : committing)
-    ms.push_back(std::chrono::duration<double, std::milli>(started.at(run_id) - at).count());
-  std::sort(ms.begin(), ms.end());
-  double sum = 0;
-  for (const double v : ms) sum += v;
-  std::printf(
-      "latency listen=%d notify_interval_ms=%s poll_ms=%d count=%zu p50_ms=%.2f p90_ms=%.2f "
-      "p99_ms=%.2f max_ms=%.2f mean_ms=%.2f\n",
-      listen ? 1 : 0, notify_interval.c_str(), poll_ms, ms.size(), percentile(ms, 0.50),
-      percentile(ms, 0.90), percentile(ms, 0.99), ms.back(), sum / static_cast<double>(ms.size()));
-  return 0;
-}
-
-// Wake-to-start latency with the default pool options (only the connection, the
-// queue and a quieter logger are set) and the spawner's default session settings.
-int wake(const std::string& dsn, const std::string& queue, const std::string& pattern, int count,
-         int interval_ms, int burst) {
-  if (pattern != "trickle" && pattern != "burst")
-    throw std::runtime_error("pattern must be trickle or burst");
-  const int per_tx = pattern == "trickle" ? 1 : std::max(1, burst);
-  std::mutex mutex;
-  std::unordered_map<std::string, Clock::time_point> committing;  // run id -> before COMMIT
-  std::unordered_map<std::string, Clock::time_point> started;     // run id -> handler start
-  docket::WorkerPoolOptions options;
-  options.conninfo = dsn;
-  options.queue = queue;
-  options.logger = docket::stderr_logger(docket::LogLevel::warning);
-  docket::WorkerPool pool(docket::TaskCatalog::Builder()
-                              .add("noop",
-                                   [&](docket::Context& ctx, const docket::Json&) {
-                                     const Clock::time_point now = Clock::now();
-                                     const std::lock_guard<std::mutex> lock(mutex);
-                                     started.emplace(ctx.run_id(), now);
-                                     return docket::Json();
-                                   })
-                              .build(),
-                          options);
-  pool.start();
-  pqxx::connection spawner(dsn);
-  docket::sql::prepare(spawner);
-
-  // Warm-up, not measured: as many tasks as the pool has runners, so its
-  // connections are open as in a pool that has been serving for a while.
   const int warm = std::max(1, options.concurrency);
   {
     pqxx::work tx(spawner);
@@ -262,6 +176,10 @@ int wake(const std::string& dsn, const std::string& queue, const std::string& pa
     started.clear();
   }
   std::this_thread::sleep_for(500ms);  // idle: the pool waits for work
+  {
+    pqxx::nontransaction tx(spawner);
+    for (const std::string& statement : session) tx.exec(statement);
+  }
 
   const Clock::time_point begin = Clock::now();
   int spawned_total = 0;
@@ -293,13 +211,47 @@ int wake(const std::string& dsn, const std::string& queue, const std::string& pa
   for (const auto& [run_id, at] : committing)
     ms.push_back(std::chrono::duration<double, std::milli>(started.at(run_id) - at).count());
   std::sort(ms.begin(), ms.end());
+  return ms;
+}
+
+// The key=value tail of a latency line: count and percentiles (ms).
+void print_latencies(const std::vector<double>& ms) {
   double sum = 0;
   for (const double v : ms) sum += v;
-  std::printf(
-      "wake pattern=%s count=%zu interval_ms=%d burst=%d p50_ms=%.2f p90_ms=%.2f p99_ms=%.2f "
-      "max_ms=%.2f mean_ms=%.2f\n",
-      pattern.c_str(), ms.size(), interval_ms, per_tx, percentile(ms, 0.50), percentile(ms, 0.90),
-      percentile(ms, 0.99), ms.back(), sum / static_cast<double>(ms.size()));
+  std::printf("count=%zu p50_ms=%.2f p90_ms=%.2f p99_ms=%.2f max_ms=%.2f mean_ms=%.2f\n", ms.size(),
+              percentile(ms, 0.50), percentile(ms, 0.90), percentile(ms, 0.99),
+              ms.empty() ? 0.0 : ms.back(),
+              ms.empty() ? 0.0 : sum / static_cast<double>(ms.size()));
+}
+
+int latency(const std::string& dsn, const std::string& queue, int count, int interval_ms,
+            int poll_ms, bool listen, const std::string& notify_interval) {
+  docket::WorkerPoolOptions options = pool_options(dsn, queue, 10);
+  options.poll_interval = std::chrono::milliseconds(poll_ms);
+  options.listen = listen;
+  std::vector<std::string> session;
+  if (!listen) session.emplace_back("SET docket.notify = off");
+  if (notify_interval != "default")
+    session.push_back("SET docket.notify_interval_ms = " + notify_interval);
+  const std::vector<double> ms = wake_latencies(options, queue, count, interval_ms, 1, session);
+  std::printf("latency listen=%d notify_interval_ms=%s poll_ms=%d ", listen ? 1 : 0,
+              notify_interval.c_str(), poll_ms);
+  print_latencies(ms);
+  return 0;
+}
+
+int wake(const std::string& dsn, const std::string& queue, const std::string& pattern, int count,
+         int interval_ms, int burst) {
+  if (pattern != "trickle" && pattern != "burst")
+    throw std::runtime_error("pattern must be trickle or burst");
+  const int per_tx = pattern == "trickle" ? 1 : std::max(1, burst);
+  docket::WorkerPoolOptions options;  // the defaults, as a user would run the pool
+  options.conninfo = dsn;
+  options.queue = queue;
+  options.logger = docket::stderr_logger(docket::LogLevel::warning);
+  const std::vector<double> ms = wake_latencies(options, queue, count, interval_ms, per_tx, {});
+  std::printf("wake pattern=%s interval_ms=%d burst=%d ", pattern.c_str(), interval_ms, per_tx);
+  print_latencies(ms);
   return 0;
 }
 

@@ -41,44 +41,40 @@ Statement graph_lookup{"SELECT 1 FROM docket.graphs WHERE graph_id = $1 AND grap
 Statement graph_save{
     "SELECT docket.save_graph($1, 'task', '{\"kind\": \"task\"}')", 1, {TEXTOID}, nullptr};
 
+// The INSERT ... SELECT both statements below share, one docket.tasks row per
+// element, and its parameters.
+#define DOCKET_TASKS_INSERT                                                                     \
+  "INSERT INTO docket.tasks AS t (run_id, tenant_key, queue, task_name, params, headers,"       \
+  " max_attempts, retry, idempotency_key, cancel_at, max_duration_ms, created_at)"              \
+  " SELECT u.id, $2, $3, $4, u.params, coalesce(u.options -> 'headers', '{}'), u.max_attempts," \
+  " '{\"kind\": \"exponential\", \"base_ms\": 1000, \"factor\": 2, \"max_ms\": 300000,"         \
+  " \"jitter\": 0}'::jsonb || coalesce(u.options -> 'retry', '{}'), u.key, u.cancel_at,"        \
+  " u.max_duration, $5"                                                                         \
+  " FROM unnest($1::text[], $6::jsonb[], $7::jsonb[], $8::int4[], $9::text[],"                  \
+  " $10::timestamptz[], $11::int8[])"                                                           \
+  " AS u(id, params, options, max_attempts, key, cancel_at, max_duration)"
+#define DOCKET_TASKS_INSERT_TYPES                                                          \
+  {                                                                                        \
+    TEXTARRAYOID, TEXTOID, TEXTOID, TEXTOID, TIMESTAMPTZOID, JSONBARRAYOID, JSONBARRAYOID, \
+        INT4ARRAYOID, TEXTARRAYOID, TIMESTAMPTZARRAYOID, INT8ARRAYOID                      \
+  }
+
 // $1 ids, $2 tenant key, $3 queue, $4 task name, $5 now, $6 params, $7 options
 // (headers, retry), $8 max_attempts, $9 idempotency keys, $10 cancel_at,
 // $11 max_duration_ms. Rows with a key come in key order, so concurrent spawns
 // claim keys in one order and never deadlock on them. A taken key inserts
 // nothing (DO NOTHING waits for an in-flight claim of it to end).
-Statement tasks_insert{
-    "INSERT INTO docket.tasks AS t (run_id, tenant_key, queue, task_name, params, headers,"
-    " max_attempts, retry, idempotency_key, cancel_at, max_duration_ms, created_at)"
-    " SELECT u.id, $2, $3, $4, u.params, coalesce(u.options -> 'headers', '{}'), u.max_attempts,"
-    " '{\"kind\": \"exponential\", \"base_ms\": 1000, \"factor\": 2, \"max_ms\": 300000,"
-    " \"jitter\": 0}'::jsonb || coalesce(u.options -> 'retry', '{}'), u.key, u.cancel_at,"
-    " u.max_duration, $5"
-    " FROM unnest($1::text[], $6::jsonb[], $7::jsonb[], $8::int4[], $9::text[],"
-    " $10::timestamptz[], $11::int8[])"
-    " AS u(id, params, options, max_attempts, key, cancel_at, max_duration)"
-    " ON CONFLICT (tenant_key, queue, idempotency_key) WHERE idempotency_key IS NOT NULL"
-    " DO NOTHING RETURNING t.run_id",
-    11,
-    {TEXTARRAYOID, TEXTOID, TEXTOID, TEXTOID, TIMESTAMPTZOID, JSONBARRAYOID, JSONBARRAYOID,
-     INT4ARRAYOID, TEXTARRAYOID, TIMESTAMPTZARRAYOID, INT8ARRAYOID},
-    nullptr};
+Statement tasks_insert{DOCKET_TASKS_INSERT
+                       " ON CONFLICT (tenant_key, queue, idempotency_key)"
+                       " WHERE idempotency_key IS NOT NULL DO NOTHING RETURNING t.run_id",
+                       11, DOCKET_TASKS_INSERT_TYPES, nullptr};
 
 // The same for rows without a key: a plain INSERT (ON CONFLICT makes every
 // row a speculative insertion, which costs about as much again).
-Statement tasks_insert_unkeyed{
-    "INSERT INTO docket.tasks AS t (run_id, tenant_key, queue, task_name, params, headers,"
-    " max_attempts, retry, idempotency_key, cancel_at, max_duration_ms, created_at)"
-    " SELECT u.id, $2, $3, $4, u.params, coalesce(u.options -> 'headers', '{}'), u.max_attempts,"
-    " '{\"kind\": \"exponential\", \"base_ms\": 1000, \"factor\": 2, \"max_ms\": 300000,"
-    " \"jitter\": 0}'::jsonb || coalesce(u.options -> 'retry', '{}'), u.key, u.cancel_at,"
-    " u.max_duration, $5"
-    " FROM unnest($1::text[], $6::jsonb[], $7::jsonb[], $8::int4[], $9::text[],"
-    " $10::timestamptz[], $11::int8[])"
-    " AS u(id, params, options, max_attempts, key, cancel_at, max_duration)",
-    11,
-    {TEXTARRAYOID, TEXTOID, TEXTOID, TEXTOID, TIMESTAMPTZOID, JSONBARRAYOID, JSONBARRAYOID,
-     INT4ARRAYOID, TEXTARRAYOID, TIMESTAMPTZARRAYOID, INT8ARRAYOID},
-    nullptr};
+Statement tasks_insert_unkeyed{DOCKET_TASKS_INSERT, 11, DOCKET_TASKS_INSERT_TYPES, nullptr};
+
+#undef DOCKET_TASKS_INSERT
+#undef DOCKET_TASKS_INSERT_TYPES
 
 // The tasks that already hold some of the keys: $1 tenant key, $2 queue, $3 keys.
 Statement existing_lookup{
