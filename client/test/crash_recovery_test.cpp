@@ -29,17 +29,9 @@ namespace {
 
 using namespace std::chrono_literals;
 using test::conninfo;
+using test::eventually;
 using test::scalar;
 using test::unique_name;
-
-bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return condition();
-}
 
 // The worker process; killed (and reaped) when the test ends early.
 class ChildProcess {

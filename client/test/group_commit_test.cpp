@@ -27,16 +27,8 @@ namespace {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
+using test::eventually;
 using test::unique_name;
-
-bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout = 30s) {
-  const auto deadline = Clock::now() + timeout;
-  while (Clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return condition();
-}
 
 class GroupCommitTest : public ::testing::Test {
  protected:

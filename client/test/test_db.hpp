@@ -8,11 +8,26 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <string>
+#include <thread>
 
 #include <pqxx/pqxx>
 
 namespace docket::test {
+
+// Polls `condition` every 10 ms until it holds or `timeout` passes; whether it
+// held at the end. Tests wait for what the database or the pool will do, never
+// for a fixed time.
+inline bool eventually(const std::function<bool()>& condition,
+                       std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return condition();
+}
 
 // The test database's name: $DOCKET_TEST_DB or "docket_client_test".
 inline std::string database_name() {

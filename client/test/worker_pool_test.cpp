@@ -29,6 +29,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
+using test::eventually;
 using test::unique_name;
 
 // Keeps every message, so tests can check what the pool reported
@@ -54,15 +55,6 @@ class CapturingLogger final : public Logger {
   mutable std::mutex mutex_;
   std::vector<std::pair<LogLevel, std::string>> lines_;
 };
-
-bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout = 15s) {
-  const auto deadline = Clock::now() + timeout;
-  while (Clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return condition();
-}
 
 void admin(const std::string& statement) {
   pqxx::connection connection("dbname=postgres");
