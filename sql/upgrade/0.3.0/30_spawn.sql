@@ -85,6 +85,9 @@ CREATE OR REPLACE FUNCTION docket.spawn_task(task_name text, params jsonb DEFAUL
   SET search_path = pg_catalog, pg_temp
   AS 'MODULE_PATHNAME', 'docket_spawn_task';
 
+COMMENT ON FUNCTION docket.spawn_task(text, jsonb, text, docket.scope, jsonb) IS
+  'Spawns a durable task (a run whose graph_id is the task name) in the caller''s transaction; its run id is time-ordered (UUIDv7). options: max_attempts (5), retry {kind none|fixed|exponential, base_ms, factor, max_ms, jitter}, idempotency_key (a duplicate in the same scope and queue returns the existing task with created = false), run_at or delay_ms, headers, cancel_after_ms (not started within), max_duration_ms (since first start). Unknown keys and wrong types raise 22023.';
+
 CREATE FUNCTION docket.spawn_tasks(task_name text, params jsonb[],
                                    queue text DEFAULT 'default',
                                    owner_scope docket.scope DEFAULT 'tenantless',
