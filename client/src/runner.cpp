@@ -113,6 +113,7 @@ void Runner::execute() {
 
   Json result;
   std::optional<Json> failure;
+  bool retry = true;
   try {
     result = (*handler)(context, task_.params);
   } catch (const ControlSignal& signal) {
@@ -128,6 +129,9 @@ void Runner::execute() {
     pool_->log(LogLevel::warning,
                describe() + ": outcome of a database call unknown, not finalized: " + e.what());
     return;
+  } catch (const PermanentError& e) {
+    failure = error_json(e.what(), type_name(typeid(e)));
+    retry = false;
   } catch (const std::exception& e) {
     failure = error_json(e.what(), type_name(typeid(e)));
   } catch (...) {
@@ -144,7 +148,7 @@ void Runner::execute() {
     return;
   }
   if (failure) {
-    finalize_failure(*failure);
+    finalize_failure(*failure, retry);
   } else {
     finalize_success(result);
   }
@@ -235,11 +239,11 @@ void Runner::on_completed(const std::exception_ptr& error) noexcept {
   }
 }
 
-void Runner::finalize_failure(const Json& error) {
+void Runner::finalize_failure(const Json& error, bool retry) {
   finalize("failure", [&] {
     const ConnectionLease lease = connection();
     const sql::FailOutcome outcome = autocommit(*lease, true, [&](pqxx::transaction_base& tx) {
-      return sql::fail_task(tx, task_.run_id, task_.claim_token, error);
+      return sql::fail_task(tx, task_.run_id, task_.claim_token, error, retry);
     });
     if (outcome.disposition == "cancelled") {
       pool_->counters.cancelled.fetch_add(1);
@@ -248,6 +252,7 @@ void Runner::finalize_failure(const Json& error) {
       if (outcome.disposition == "retry_scheduled") pool_->counters.retried.fetch_add(1);
     }
     pool_->log(LogLevel::info, describe() + ": failed (" + outcome.disposition +
+                                   (retry ? "" : ", permanent") +
                                    "): " + error.value("message", std::string()));
   });
 }

@@ -2,11 +2,11 @@
 // resolves the task name in the catalog (an unknown name is deferred without
 // using an attempt), seeds a Context with the steps claim_tasks returned, runs
 // the handler and finalizes: complete on a result (group-committed by the
-// pool's Flusher), fail on an exception, nothing on a control signal of its own
-// context (the database already holds the outcome). Its calls borrow one of the
-// pool's shared connections for their duration.
-// Whatever the thread touches it co-owns, so a thread that returns after the
-// watchdog or a shutdown gave up on it is harmless.
+// pool's Flusher), fail on an exception (for good on a PermanentError),
+// nothing on a control signal of its own context (the database already holds
+// the outcome). Its calls borrow one of the pool's shared connections for their
+// duration. Whatever the thread touches it co-owns, so a thread that returns
+// after the watchdog or a shutdown gave up on it is harmless.
 #pragma once
 
 #include <atomic>
@@ -63,7 +63,8 @@ class Runner final : public ContextBackend, public std::enable_shared_from_this<
   void finalize_success(const Json& result);
   // The flusher decided this runner's completion (null error: completed).
   void on_completed(const std::exception_ptr& error) noexcept;
-  void finalize_failure(const Json& error);
+  // retry = false (the handler threw PermanentError): failed for good.
+  void finalize_failure(const Json& error, bool retry);
   // Runs the finalizing call: the database refusing it (cancelled, claim lost)
   // ends the attempt with no competing outcome; a lost connection is not guessed.
   void finalize(const char* outcome, const std::function<void()>& call);

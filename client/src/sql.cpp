@@ -73,7 +73,8 @@ constexpr StatementText kStatements[] = {
      "SELECT status, outcome::text FROM docket.await_task($1, $2::uuid, $3, $4)"},
     {"docket_complete_task", "SELECT docket.complete_task($1, $2::uuid, $3::jsonb)"},
     {"docket_fail_task",
-     "SELECT disposition, retry_at::text FROM docket.fail_task($1, $2::uuid, $3::jsonb)"},
+     "SELECT disposition, retry_at::text FROM docket.fail_task($1, $2::uuid, $3::jsonb, "
+     "$4::boolean)"},
     {"docket_defer_task", "SELECT docket.defer_task($1, $2::uuid)"},
     {"docket_release_claim", "SELECT docket.release_claim($1, $2::uuid)"},
     // Never poisons; due again at once; the claim attempt is handed back.
@@ -386,8 +387,9 @@ void complete_task(pqxx::transaction_base& tx, const std::string& run_id, const 
 }
 
 FailOutcome fail_task(pqxx::transaction_base& tx, const std::string& run_id,
-                      const std::string& token, const Json& error) {
-  const pqxx::row row = tx.exec_prepared1("docket_fail_task", run_id, token, error.dump());
+                      const std::string& token, const Json& error, bool retry) {
+  const pqxx::row row =
+      tx.exec_prepared1("docket_fail_task", run_id, token, error.dump(), retry ? "true" : "false");
   FailOutcome out;
   out.disposition = row[0].as<std::string>();
   if (!row[1].is_null()) out.retry_at = row[1].as<std::string>();

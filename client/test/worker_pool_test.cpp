@@ -310,6 +310,53 @@ TEST_F(WorkerPoolTest, HandlerExceptionFailsTheAttemptAndTheDatabaseRetries) {
   EXPECT_EQ(c.completed, 0u);
 }
 
+// A handler's own error type that says "never retry".
+class InvalidInput : public PermanentError {
+ public:
+  using PermanentError::PermanentError;
+};
+
+TEST_F(WorkerPoolTest, PermanentErrorFailsTheTaskForGoodWhateverAttemptsRemain) {
+  auto executions = std::make_shared<std::atomic<int>>(0);
+  TaskCatalog catalog = TaskCatalog::Builder()
+                            .add("fatal",
+                                 [executions](Context&, const Json&) -> Json {
+                                   ++*executions;
+                                   throw PermanentError("bad account number");
+                                 })
+                            .add("derived",
+                                 [executions](Context&, const Json&) -> Json {
+                                   ++*executions;
+                                   throw InvalidInput("no such customer");
+                                 })
+                            .build();
+  WorkerPool pool(std::move(catalog), options());
+  pool.start();
+  SpawnOptions o;
+  o.queue = queue_;
+  o.max_attempts = 5;
+  o.retry = Json{{"kind", "none"}};
+  const std::string fatal = client_->spawn("fatal", Json::object(), o).run_id;
+  const std::string derived = client_->spawn("derived", Json::object(), o).run_id;
+  ASSERT_TRUE(eventually([&] { return state(fatal) == "failed" && state(derived) == "failed"; }))
+      << result(fatal).dump() << result(derived).dump();
+  pool.stop();
+  const Json a = result(fatal);
+  EXPECT_EQ(a["attempts"], 1) << a.dump();
+  EXPECT_EQ(a["error"]["message"], "bad account number");
+  EXPECT_EQ(a["error"]["type"], "docket::PermanentError");
+  const Json b = result(derived);
+  EXPECT_EQ(b["attempts"], 1) << b.dump();
+  EXPECT_EQ(b["error"]["message"], "no such customer");
+  EXPECT_NE(b["error"]["type"].get<std::string>().find("InvalidInput"), std::string::npos);
+  EXPECT_EQ(executions->load(), 2);
+  const PoolCounters c = pool.counters();
+  EXPECT_EQ(c.failed, 2u);
+  EXPECT_EQ(c.retried, 0u);
+  EXPECT_EQ(c.completed, 0u);
+  EXPECT_TRUE(logger_->contains(LogLevel::info, "failed (failed, permanent)"));
+}
+
 // --- cancellation ----------------------------------------------------------
 
 struct CancelProbe {

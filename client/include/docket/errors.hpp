@@ -70,4 +70,13 @@ class ServerError : public Error {
   using Error::Error;
 };
 
+// Thrown by a task handler (directly or as a base class) to say the task will
+// never succeed: the attempt fails for good, whatever attempts remain
+// (fail_task(..., retry => false)). Any other exception fails the attempt and
+// the task's retry policy decides. The client itself never throws it.
+class PermanentError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 }  // namespace docket

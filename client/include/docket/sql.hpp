@@ -144,8 +144,9 @@ struct FailOutcome {
   std::string disposition;  // retry_scheduled | failed | cancelled
   std::optional<std::string> retry_at;
 };
+// retry = false: failed for good, whatever attempts remain.
 FailOutcome fail_task(pqxx::transaction_base& tx, const std::string& run_id,
-                      const std::string& token, const Json& error);
+                      const std::string& token, const Json& error, bool retry = true);
 std::string defer_task(pqxx::transaction_base& tx, const std::string& run_id,
                        const std::string& token);
 void release_claim(pqxx::transaction_base& tx, const std::string& run_id, const std::string& token);
