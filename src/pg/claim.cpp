@@ -66,17 +66,22 @@ Statement candidates_queue_statement{
 // Both updates touch only rows this transaction has just locked, by primary
 // key: never `UPDATE ... FROM cte`, whose generic plan can turn into a join
 // over the whole table. Both return the same columns (see Returned).
-Statement lease_statement{
-    "UPDATE docket.runs SET claim_token = gen_random_uuid(), claimed_at = $2, claim_started_at = "
-    "$2,"
-    " wake_at = NULL,"
-    " claim_attempts = claim_attempts + 1"
-    " WHERE run_id = ANY($1)"
-    " RETURNING run_id, tenant_id, graph_id, graph_hash, checkpoint_seq, claim_token,"
-    " claimed_at, claim_attempts, poisoned_at, poison_reason, queue",
-    2,
-    {TEXTARRAYOID, TIMESTAMPTZOID},
-    nullptr};
+#define DOCKET_LEASE_UPDATE                                                                      \
+  "UPDATE docket.runs SET claim_token = gen_random_uuid(), claimed_at = $2, claim_started_at = " \
+  "$2,"                                                                                          \
+  " wake_at = NULL, claim_attempts = claim_attempts + 1 WHERE run_id = ANY($1)"                  \
+  " RETURNING run_id, tenant_id, graph_id, graph_hash, checkpoint_seq, claim_token,"             \
+  " claimed_at, claim_attempts, poisoned_at, poison_reason, queue"
+Statement lease_statement{DOCKET_LEASE_UPDATE, 2, {TEXTARRAYOID, TIMESTAMPTZOID}, nullptr};
+
+// The same for claim_tasks: also the task's attempt and wake reason, which
+// its document carries, so the task layer need not read the run again.
+Statement lease_task_statement{DOCKET_LEASE_UPDATE
+                               ", (document ->> 'attempt')::int, document ->> 'wake_reason'",
+                               2,
+                               {TEXTARRAYOID, TIMESTAMPTZOID},
+                               nullptr};
+#undef DOCKET_LEASE_UPDATE
 
 Statement poison_statement{
     "UPDATE docket.runs SET claim_token = NULL, claimed_at = NULL, wake_at = NULL,"
@@ -101,6 +106,8 @@ enum Returned {
   r_poisoned_at,
   r_poison_reason,
   r_queue,
+  r_task_attempt,  // lease_task_statement only
+  r_wake_reason,
 };
 
 ClaimRequest claim_args(FunctionCallInfo fcinfo) {
@@ -171,7 +178,7 @@ void apply(Statement& statement, const std::vector<std::string>& ids, Micros now
       out.nulls[to] = null;
       out.values[to] = null ? Datum(0) : spi_transfer(value, by_value, length);
     };
-    out.leased = &statement == &lease_statement;
+    out.leased = &statement != &poison_statement;
     out.values[c_outcome] = outcome;
     out.nulls[c_outcome] = false;
     copy(c_run_id, r_run_id, false, -1);
@@ -187,6 +194,11 @@ void apply(Statement& statement, const std::vector<std::string>& ids, Micros now
     copy(c_poisoned_at, r_poisoned_at, FLOAT8PASSBYVAL, 8);
     copy(c_poison_reason, r_poison_reason, false, -1);
     copy(c_queue, r_queue, false, -1);
+    if (&statement == &lease_task_statement) {
+      out.task_attempt = spi_value(row, r_task_attempt, &out.task_attempt_null);
+      const Datum reason = spi_value(row, r_wake_reason, &out.wake_reason_null);
+      if (!out.wake_reason_null) out.wake_reason = spi_transfer(reason, false, -1);
+    }
   }
 }
 
@@ -238,7 +250,8 @@ std::vector<ClaimRow> claim_runs(const ClaimRequest& args, Datum lease_text, Dat
   }
 
   std::vector<ClaimRow> output(picks.size());
-  apply(lease_statement, lease_ids, policy.now, lease_text, policy.orphan_ttl_ms, position, output);
+  apply(args.task_facts ? lease_task_statement : lease_statement, lease_ids, policy.now, lease_text,
+        policy.orphan_ttl_ms, position, output);
   apply(poison_statement, poison_ids, policy.now, poisoned_text, policy.orphan_ttl_ms, position,
         output);
   return output;

@@ -15,6 +15,7 @@ namespace docket::pg {
 struct ClaimRequest {
   ClaimPolicy policy;
   std::optional<std::string> queue;  // nullopt: every queue
+  bool task_facts = false;           // also return each lease's task attempt and wake reason
 };
 
 // Columns of claim_due's result, 0-based.
@@ -41,6 +42,12 @@ struct ClaimRow {
   bool leased = false;  // false: poisoned
   Datum values[c_columns];
   bool nulls[c_columns];
+  // With ClaimRequest::task_facts, for a lease: the document's attempt and
+  // wake_reason (NULL when absent).
+  Datum task_attempt = Datum(0);
+  bool task_attempt_null = true;
+  Datum wake_reason = Datum(0);
+  bool wake_reason_null = true;
 };
 
 // Leases or poisons up to policy.limit due and expired runs, skipping locked

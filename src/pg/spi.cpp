@@ -46,6 +46,22 @@ std::uint64_t spi_execute(Statement& statement, const Datum* values, const char*
   });
 }
 
+std::uint64_t spi_execute_key_ordered(Statement& statement, const Datum* values,
+                                      const char* nulls) {
+  // An error before the level is popped ends the transaction, whose abort resets it.
+  const int level = call([] {
+    const int nest = NewGUCNestLevel();
+    for (const char* name : {"enable_seqscan", "enable_bitmapscan"})
+      (void)set_config_option(name, "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
+                              false);
+    return nest;
+  });
+  spi_prepare_generic(statement);
+  const std::uint64_t rows = spi_execute(statement, values, nulls);
+  call([&] { AtEOXact_GUC(true, level); });
+  return rows;
+}
+
 Datum spi_value(std::uint64_t row, int column, bool* isnull) {
   return call([&] {
     return SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, column, isnull);

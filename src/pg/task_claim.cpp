@@ -2,6 +2,7 @@
 // statement that reads the task rows and the completed steps of every lease.
 // Plain runs met in the queue are handed back (abandon_run); tasks past a
 // deadline are cancelled here, never by a scan of live tasks.
+#include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -17,15 +18,15 @@ namespace docket::pg {
 
 namespace {
 
-// The leases' task rows and steps, by primary key, in run_id order.
+// The leases' task rows and completed steps, by primary key, in run_id order
+// (a lease without a task row is a plain run sharing the queue). The run's own
+// facts came back with the lease (ClaimRequest::task_facts).
 Statement leases_statement{
-    "SELECT r.run_id, t.run_id IS NOT NULL, t.task_name, t.params, t.headers, t.cancel_at,"
-    " t.first_started_at, t.deadline_at, t.max_duration_ms, (r.document ->> 'attempt')::int,"
-    " r.document ->> 'wake_reason',"
+    "SELECT t.run_id, t.task_name, t.params, t.headers, t.cancel_at, t.first_started_at,"
+    " t.deadline_at, t.max_duration_ms,"
     " coalesce((SELECT jsonb_object_agg(s.step_name, s.value) FROM docket.task_steps s"
-    " WHERE s.run_id = r.run_id), '{}'::jsonb)"
-    " FROM docket.runs r LEFT JOIN docket.tasks t ON t.run_id = r.run_id"
-    " WHERE r.run_id = ANY($1) ORDER BY r.run_id",
+    " WHERE s.run_id = t.run_id), '{}'::jsonb)"
+    " FROM docket.tasks t WHERE t.run_id = ANY($1) ORDER BY t.run_id",
     1,
     {TEXTARRAYOID},
     nullptr};
@@ -42,7 +43,6 @@ Statement first_start_statement{
 
 enum LeaseColumn {
   l_run_id = 1,
-  l_is_task,
   l_task_name,
   l_params,
   l_headers,
@@ -50,8 +50,6 @@ enum LeaseColumn {
   l_first_started_at,
   l_deadline_at,
   l_max_duration_ms,
-  l_attempt,
-  l_wake_reason,
   l_steps,
 };
 
@@ -71,11 +69,10 @@ enum OutColumn {
 
 struct Lease {
   Datum run_id;
-  bool is_task;
+  const ClaimRow* claim;
   ClaimedTaskFacts facts;
   Datum cols[o_columns];
   bool nulls[o_columns];
-  std::string wake_reason;
 };
 
 Datum claim_tasks(FunctionCallInfo fcinfo) {
@@ -88,6 +85,7 @@ Datum claim_tasks(FunctionCallInfo fcinfo) {
   validate_claim_policy(request.policy);
   request.queue = text_value(PG_GETARG_DATUM(0));
   validate_queue(*request.queue);
+  request.task_facts = true;
   const Micros now = request.policy.now;
 
   call([&] { InitMaterializedSRF(fcinfo, 0); });
@@ -113,8 +111,11 @@ Datum claim_tasks(FunctionCallInfo fcinfo) {
       Lease& l = leases[row];
       bool isnull = false;
       l.run_id = spi_value(row, l_run_id, &isnull);
-      l.is_task = DatumGetBool(spi_value(row, l_is_task, &isnull));
-      l.facts.is_task = l.is_task;
+      const auto claim = by_id.find(text_value(l.run_id));
+      if (claim == by_id.end()) throw std::logic_error("claim_tasks: a task row without its lease");
+      l.claim = claim->second;
+      by_id.erase(claim);
+      l.facts.is_task = true;
       l.facts.cancel_at = spi_timestamp(row, l_cancel_at);
       l.facts.first_started_at = spi_timestamp(row, l_first_started_at);
       l.facts.deadline_at = spi_timestamp(row, l_deadline_at);
@@ -125,14 +126,19 @@ Datum claim_tasks(FunctionCallInfo fcinfo) {
       take(o_task_name, l_task_name);
       take(o_params, l_params);
       take(o_headers, l_headers);
-      take(o_attempt, l_attempt);
       take(o_steps, l_steps);
-      const Datum reason = spi_value(row, l_wake_reason, &isnull);
-      if (!isnull) l.wake_reason = text_value(reason);
-      l.nulls[o_wake_reason] = isnull;
+      l.cols[o_attempt] = l.claim->task_attempt;
+      l.nulls[o_attempt] = l.claim->task_attempt_null;
+    }
+    // Leases without a task row: plain runs sharing the queue.
+    for (const auto& [id, claim] : by_id) {
+      Lease& l = leases.emplace_back();
+      l.run_id = claim->values[c_run_id];
+      l.claim = claim;
+      l.facts.is_task = false;
     }
     for (Lease& l : leases) {
-      const ClaimRow& claim = *by_id.at(text_value(l.run_id));
+      const ClaimRow& claim = *l.claim;
       const Datum token = claim.values[c_claim_token];
       switch (decide_claimed_task(l.facts, now)) {
         case ClaimedTaskAction::hand_back: {
@@ -167,8 +173,10 @@ Datum claim_tasks(FunctionCallInfo fcinfo) {
       l.nulls[o_claim_token] = false;
       l.cols[o_checkpoint_seq] = claim.values[c_checkpoint_seq];
       l.nulls[o_checkpoint_seq] = false;
-      const std::string reason = claimed_wake_reason(attempt, l.wake_reason);
-      if (!(attempt <= 1 && l.nulls[o_wake_reason])) {
+      l.nulls[o_wake_reason] = claim.wake_reason_null;
+      const std::string reason =
+          claimed_wake_reason(attempt, claim.wake_reason_null ? "" : text_value(claim.wake_reason));
+      if (!(attempt <= 1 && claim.wake_reason_null)) {
         l.cols[o_wake_reason] = text_datum(reason);
         l.nulls[o_wake_reason] = false;
       }

@@ -34,25 +34,11 @@ namespace {
   " AND r.graph_hash = 'task' AND (r.deadline_at IS NULL OR r.deadline_at > $4)" \
   " RETURNING r.run_id"
 
-// Several runs: the runs the batch's tokens hold are locked explicitly in
-// run_id order (the ARRAY subquery: ORDER BY under FOR NO KEY UPDATE, whatever
-// plan reads them) before the UPDATE changes any row, so two batches sharing
-// tasks cannot deadlock. (The subquery runs when the UPDATE first needs it: if
-// every row fails another fence condition first, nothing is locked and the
-// misses are locked afterwards, again in run_id order.)
+// The UPDATE locks the rows it finishes as it reads them; it reads them by
+// the primary key in run_id order (spi_execute_key_ordered), so two batches
+// sharing tasks lock them in the same order and cannot deadlock. The misses
+// are locked afterwards, again together in run_id order.
 Statement complete_statement{
-    DOCKET_COMPLETE_UPDATE
-    " WHERE r.run_id = ANY(ARRAY(SELECT x.run_id FROM docket.runs x"
-    " WHERE x.run_id = ANY($1) AND x.claim_token = ANY($2)"
-    " AND x.graph_hash = 'task'"
-    " ORDER BY x.run_id FOR NO KEY UPDATE OF x))" DOCKET_COMPLETE_FENCE,
-    6,
-    {TEXTARRAYOID, UUIDARRAYOID, JSONBARRAYOID, TIMESTAMPTZOID, TEXTOID, TEXTOID},
-    nullptr};
-
-// One run (complete_task, a batch of one): no order to keep, so no separate
-// lock (it would cost a lock record per task); the UPDATE locks the row.
-Statement complete_one_statement{
     DOCKET_COMPLETE_UPDATE " WHERE r.run_id = ANY($1)" DOCKET_COMPLETE_FENCE,
     6,
     {TEXTARRAYOID, UUIDARRAYOID, JSONBARRAYOID, TIMESTAMPTZOID, TEXTOID, TEXTOID},
@@ -60,11 +46,8 @@ Statement complete_one_statement{
 #undef DOCKET_COMPLETE_UPDATE
 #undef DOCKET_COMPLETE_FENCE
 
-// Runs the fenced UPDATE (`one_run`: ids holds a single run id); the run ids it
-// finished.
-std::unordered_set<std::string> complete_held(Datum ids, Datum tokens, Datum results, Micros now,
-                                              bool one_run) {
-  Statement& statement = one_run ? complete_one_statement : complete_statement;
+// Runs the fenced UPDATE; the run ids it finished.
+std::unordered_set<std::string> complete_held(Datum ids, Datum tokens, Datum results, Micros now) {
   const TaskTransition t = complete_transition();
   const Datum values[6] = {ids,
                            tokens,
@@ -72,8 +55,7 @@ std::unordered_set<std::string> complete_held(Datum ids, Datum tokens, Datum res
                            TimestampTzGetDatum(now),
                            text_datum(status_name(t.status)),
                            text_datum(t.checkpoint_type)};
-  spi_prepare_generic(statement);
-  const std::uint64_t rows = spi_execute(statement, values, nullptr);
+  const std::uint64_t rows = spi_execute_key_ordered(complete_statement, values, nullptr);
   std::unordered_set<std::string> done;
   for (std::uint64_t row = 0; row < rows; ++row) {
     bool isnull = false;
@@ -107,7 +89,7 @@ Datum complete_tasks(FunctionCallInfo fcinfo) {
   if (n > 0) {
     spi_connect();
     const std::unordered_set<std::string> done =
-        complete_held(PG_GETARG_DATUM(0), PG_GETARG_DATUM(1), PG_GETARG_DATUM(2), now, n == 1);
+        complete_held(PG_GETARG_DATUM(0), PG_GETARG_DATUM(1), PG_GETARG_DATUM(2), now);
     std::vector<std::string> finished(done.begin(), done.end());
     if (done.size() < static_cast<std::size_t>(n)) {
       // The misses, judged by the core from their committed rows.
@@ -150,7 +132,7 @@ Datum complete_tasks(FunctionCallInfo fcinfo) {
           const Datum one_result = results.values[i];
           complete_held(make_array(&ids.values[i], &ids.nulls[i], 1, TEXTOID),
                         make_array(&tokens.values[i], &tokens.nulls[i], 1, UUIDOID),
-                        make_array(&one_result, &null, 1, JSONBOID), now, true);
+                        make_array(&one_result, &null, 1, JSONBOID), now);
           finished.push_back(id);
         } else {
           outcome[i] = batch_outcome(verdict);
@@ -181,9 +163,9 @@ Datum complete_task(FunctionCallInfo fcinfo) {
   const Datum ids = make_array(&id, &no_nulls, 1, TEXTOID);
   const Datum tokens = make_array(&token, &no_nulls, 1, UUIDOID);
   const Datum results = make_array(&result, &result_null, 1, JSONBOID);
-  if (complete_held(ids, tokens, results, now, true).empty()) {
+  if (complete_held(ids, tokens, results, now).empty()) {
     judge_locked(id, token_value(token), now, false);
-    complete_held(ids, tokens, results, now, true);  // held after all: apply under the lock
+    complete_held(ids, tokens, results, now);  // held after all: apply under the lock
   }
   release_finished({text_value(id)});
   spi_finish();
