@@ -2,8 +2,8 @@
 -- replaces its foreign keys (sql/upgrade/0.3.0/30_spawn.sql), pinned as generic
 -- plans: the idempotency lookup by tasks_idempotency (its text repeats
 -- task_spawn.cpp's word for word; change both together), and deleting runs'
--- heads and task rows by primary key (the trigger's join, with the deleted ids
--- as an array instead of its transition table).
+-- heads and task rows by index (the trigger's joins, with the deleted ids
+-- as arrays instead of its transition table).
 CREATE EXTENSION docket;
 SET plan_cache_mode = force_generic_plan;
 
@@ -18,9 +18,11 @@ ANALYZE docket.tasks, docket.runs, docket.run_heads;
 PREPARE existing (text, text, text[]) AS SELECT t.idempotency_key, t.run_id, (r.document ->> 'attempt')::int FROM docket.tasks t JOIN docket.runs r ON r.run_id = t.run_id WHERE t.tenant_key = $1 AND t.queue = $2 AND t.idempotency_key = ANY($3);
 EXPLAIN (COSTS OFF) EXECUTE existing ('b', 'q1', '{key-1,key-2}');
 
--- deleting runs: their heads and task rows by primary key.
-PREPARE heads_gone (text[]) AS DELETE FROM docket.run_heads h USING unnest($1) AS g(run_id) WHERE h.run_id = g.run_id;
-EXPLAIN (COSTS OFF) EXECUTE heads_gone ('{a,b}');
+-- deleting runs: their heads by (started_at, run_id) on run_heads_list (run_heads
+-- has no primary key: sql/upgrade/0.3.0/40_spawn_write_set.sql), task rows by
+-- primary key.
+PREPARE heads_gone (text[], timestamptz[]) AS DELETE FROM docket.run_heads h USING unnest($1, $2) AS g(run_id, started_at) WHERE h.started_at = g.started_at AND h.run_id = g.run_id;
+EXPLAIN (COSTS OFF) EXECUTE heads_gone ('{a,b}', '{2040-01-01Z,2040-01-01Z}');
 PREPARE tasks_gone (text[]) AS DELETE FROM docket.tasks t USING unnest($1) AS g(run_id) WHERE t.run_id = g.run_id;
 EXPLAIN (COSTS OFF) EXECUTE tasks_gone ('{a,b}');
 

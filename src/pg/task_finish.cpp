@@ -27,13 +27,16 @@ Statement refresh_statement{
     nullptr};
 
 // fail_task's look at the locked run: the fence's facts, the failed attempt
-// and the task's budget and retry policy (filled in at spawn).
+// and the task's budget and retry policy (filled in at spawn; NULL: the
+// defaults, kDefaultRetryPolicy).
 Statement failing_statement{
     "SELECT r.graph_hash = 'task', r.status, r.claim_token, r.deadline_at,"
-    " (r.document ->> 'attempt')::int, t.max_attempts, t.retry ->> 'kind',"
-    " (t.retry ->> 'base_ms')::float8, (t.retry ->> 'factor')::float8,"
-    " (t.retry ->> 'max_ms')::float8, (t.retry ->> 'jitter')::float8"
-    " FROM docket.runs r LEFT JOIN docket.tasks t ON t.run_id = r.run_id"
+    " (r.document ->> 'attempt')::int, t.max_attempts, p.retry ->> 'kind',"
+    " (p.retry ->> 'base_ms')::float8, (p.retry ->> 'factor')::float8,"
+    " (p.retry ->> 'max_ms')::float8, (p.retry ->> 'jitter')::float8"
+    " FROM docket.runs r LEFT JOIN docket.tasks t ON t.run_id = r.run_id,"
+    " LATERAL (SELECT coalesce(t.retry, '{\"kind\": \"exponential\", \"base_ms\": 1000,"
+    " \"factor\": 2, \"max_ms\": 300000, \"jitter\": 0}'::jsonb) AS retry) p"
     " WHERE r.run_id = $1 FOR UPDATE OF r",
     1,
     {TEXTOID},

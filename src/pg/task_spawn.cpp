@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -48,7 +50,7 @@ Statement graph_save{
   " max_attempts, retry, idempotency_key, cancel_at, max_duration_ms, created_at)"              \
   " SELECT u.id, $2, $3, $4, u.params, coalesce(u.options -> 'headers', '{}'), u.max_attempts," \
   " '{\"kind\": \"exponential\", \"base_ms\": 1000, \"factor\": 2, \"max_ms\": 300000,"         \
-  " \"jitter\": 0}'::jsonb || coalesce(u.options -> 'retry', '{}'), u.key, u.cancel_at,"        \
+  " \"jitter\": 0}'::jsonb || (u.options -> 'retry'), u.key, u.cancel_at,"                      \
   " u.max_duration, $5"                                                                         \
   " FROM unnest($1::text[], $6::jsonb[], $7::jsonb[], $8::int4[], $9::text[],"                  \
   " $10::timestamptz[], $11::int8[])"                                                           \
@@ -61,7 +63,9 @@ Statement graph_save{
 
 // $1 ids, $2 tenant key, $3 queue, $4 task name, $5 now, $6 params, $7 options
 // (headers, retry), $8 max_attempts, $9 idempotency keys, $10 cancel_at,
-// $11 max_duration_ms. Rows with a key come in key order, so concurrent spawns
+// $11 max_duration_ms. The retry policy is the defaults completed by the
+// element's retry option, or NULL (the defaults) without one: jsonb || NULL
+// is NULL. Rows with a key come in key order, so concurrent spawns
 // claim keys in one order and never deadlock on them. A taken key inserts
 // nothing (DO NOTHING waits for an in-flight claim of it to end).
 Statement tasks_insert{DOCKET_TASKS_INSERT
@@ -86,20 +90,47 @@ Statement existing_lookup{
     nullptr};
 
 // Every new run and its head, as insert_run writes them: $1 ids, $2 tenant
-// (NULL: tenantless), $3 queue, $4 task name, $5 now, $6 the document of
-// every new run but its id (filled in per row: cheaper than building each
-// document), $7 wake times.
+// (NULL: tenantless), $3 queue, $4 task name, $5 now, $6 the document of the
+// batch's first run (docket._task_document gives each run its own: the
+// template with the run's id in place of the first's), $7 wake times.
+#define DOCKET_RUNS_INSERT(ids, wake)                                                          \
+  "WITH run AS (INSERT INTO docket.runs (run_id, tenant_id, queue, graph_id, graph_hash,"      \
+  " status, checkpoint_seq, checkpoint_type, started_at, updated_at, document, wake_at,"       \
+  " claim_attempts, claim_abandons)"                                                           \
+  " SELECT u.id, $2, $3, $4, 'task', 'running', 0, 'run_initialized', $5, $5,"                 \
+  " docket._task_document($6, u.id), " wake ", 0, 0 FROM " ids                                 \
+  ")"                                                                                          \
+  " INSERT INTO docket.run_heads (run_id, tenant_id, queue, graph_id, graph_hash, started_at)" \
+  " SELECT id, $2, $3, $4, 'task', $5 FROM unnest($1::text[]) AS id"
 Statement runs_insert{
-    "WITH run AS (INSERT INTO docket.runs (run_id, tenant_id, queue, graph_id, graph_hash,"
-    " status, checkpoint_seq, checkpoint_type, started_at, updated_at, document, wake_at,"
-    " claim_attempts, claim_abandons)"
-    " SELECT u.id, $2, $3, $4, 'task', 'running', 0, 'run_initialized', $5, $5,"
-    " jsonb_set($6, '{id}', to_jsonb(u.id)), u.wake, 0, 0"
-    " FROM unnest($1::text[], $7::timestamptz[]) AS u(id, wake))"
-    " INSERT INTO docket.run_heads (run_id, tenant_id, queue, graph_id, graph_hash, started_at)"
-    " SELECT id, $2, $3, $4, 'task', $5 FROM unnest($1::text[]) AS id",
+    DOCKET_RUNS_INSERT("unnest($1::text[], $7::timestamptz[]) AS u(id, wake)", "u.wake"),
     7,
     {TEXTARRAYOID, TEXTOID, TEXTOID, TEXTOID, TIMESTAMPTZOID, JSONBOID, TIMESTAMPTZARRAYOID},
+    nullptr};
+
+// The same when every run has one wake time, $7.
+Statement runs_insert_uniform{
+    DOCKET_RUNS_INSERT("unnest($1::text[]) AS u(id)", "$7"),
+    7,
+    {TEXTARRAYOID, TEXTOID, TEXTOID, TEXTOID, TIMESTAMPTZOID, JSONBOID, TIMESTAMPTZOID},
+    nullptr};
+#undef DOCKET_RUNS_INSERT
+
+// The task rows of a batch whose elements share one options object without
+// an idempotency key (spawn_task without a key, and the usual spawn_tasks):
+// $1 ids, $2 tenant key, $3 queue, $4 task name, $5 now, $6 params (jsonb[],
+// the argument itself), $7 options, $8 max_attempts, $9 cancel_at,
+// $10 max_duration_ms. No per-element arrays but the ids and the params.
+Statement tasks_insert_uniform{
+    "INSERT INTO docket.tasks (run_id, tenant_key, queue, task_name, params, headers,"
+    " max_attempts, retry, idempotency_key, cancel_at, max_duration_ms, created_at)"
+    " SELECT u.id, $2, $3, $4, u.params, coalesce($7 -> 'headers', '{}'), $8,"
+    " '{\"kind\": \"exponential\", \"base_ms\": 1000, \"factor\": 2, \"max_ms\": 300000,"
+    " \"jitter\": 0}'::jsonb || ($7 -> 'retry'), NULL, $9, $10, $5"
+    " FROM unnest($1::text[], $6::jsonb[]) AS u(id, params)",
+    10,
+    {TEXTARRAYOID, TEXTOID, TEXTOID, TEXTOID, TIMESTAMPTZOID, JSONBARRAYOID, JSONBOID, INT4OID,
+     TIMESTAMPTZOID, INT8OID},
     nullptr};
 
 // ---------------------------------------------------------------------------
@@ -268,6 +299,97 @@ std::string iso_text(Micros t) {
   return buf;
 }
 
+// The document of a new task's run, with `run_id` as its id: the template
+// runs_insert passes to docket._task_document.
+Datum document_template(const std::string& task_name, Micros now, const std::string& run_id) {
+  return json_object({{"id", json_string(run_id)},
+                      {"graph_id", json_string(task_name)},
+                      {"graph_hash", json_string(kTaskGraphHash)},
+                      {"status", "\"running\""},
+                      {"checkpoint_seq", "0"},
+                      {"started_at", json_string(iso_text(now))},
+                      {"attempt", "1"},
+                      {"wake_reason", "\"new\""}});
+}
+
+// docket._task_document(document, run_id): the document with run_id in place
+// of its "id" string, which has run_id's length (every run id of a batch has
+// time_ordered_id's). A jsonb string is stored as its bytes, so the copy is
+// the template's bytes with the id's overwritten: no jsonb is rebuilt per run.
+Datum task_document(FunctionCallInfo fcinfo) {
+  struct Found {
+    Jsonb* document;
+    text* run_id;
+    int run_id_length;
+    const char* id;  // the id string's bytes inside the document
+    int id_length;
+  };
+  const Found found = call([&] {
+    Found f{PG_GETARG_JSONB_P(0), PG_GETARG_TEXT_PP(1), 0, nullptr, -1};
+    f.run_id_length = static_cast<int>(VARSIZE_ANY_EXHDR(f.run_id));
+    JsonbValue key;
+    key.type = jbvString;
+    key.val.string.val = const_cast<char*>("id");
+    key.val.string.len = 2;
+    const JsonbValue* v = JB_ROOT_IS_OBJECT(f.document)
+                              ? findJsonbValueFromContainer(&f.document->root, JB_FOBJECT, &key)
+                              : nullptr;
+    if (v != nullptr && v->type == jbvString) {
+      f.id = v->val.string.val;
+      f.id_length = v->val.string.len;
+    }
+    return f;
+  });
+  const int length = found.run_id_length;
+  if (found.id == nullptr || found.id_length != length)
+    fail(Reason::bad_argument, "the document's id must be a string of the run id's length");
+  return call([&] {
+    const auto* from = reinterpret_cast<const char*>(found.document);
+    const Size size = VARSIZE(found.document);
+    char* out = static_cast<char*>(palloc(size));
+    memcpy(out, from, size);
+    memcpy(out + (found.id - from), VARDATA_ANY(found.run_id), length);
+    return PointerGetDatum(out);
+  });
+}
+
+// The text[] of n time-ordered ids (ascending in input order: 10 random bytes
+// per call, the element's position added to their low bits), built in place,
+// and a datum pointing at each element.
+Datum id_array(std::size_t n, std::vector<Datum>& elements) {
+  std::array<std::uint8_t, 10> random{};
+  const std::int64_t unix_ms = call([] {
+    return (GetCurrentTimestamp() / 1000) +
+           static_cast<std::int64_t>(POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * 86400000LL;
+  });
+  if (!call([&] { return pg_strong_random(random.data(), random.size()); }))
+    throw std::runtime_error("spawn: could not generate a run id");
+  constexpr std::size_t kIdLength = 36;
+  constexpr std::size_t kElement = VARHDRSZ + kIdLength;  // int-aligned: no padding
+  static_assert(kElement % sizeof(int32) == 0, "text elements of an array are int-aligned");
+  const std::size_t header = ARR_OVERHEAD_NONULLS(1);
+  auto* array = call([&] {
+    return static_cast<ArrayType*>(palloc_extended(header + n * kElement, MCXT_ALLOC_HUGE));
+  });
+  SET_VARSIZE(array, header + n * kElement);
+  array->ndim = 1;
+  array->dataoffset = 0;
+  array->elemtype = TEXTOID;
+  ARR_DIMS(array)[0] = static_cast<int>(n);
+  ARR_LBOUND(array)[0] = 1;
+  char* data = ARR_DATA_PTR(array);
+  elements.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::string id = time_ordered_id(unix_ms, random, i);
+    if (id.size() != kIdLength) throw std::runtime_error("spawn: a run id of an unexpected length");
+    char* element = data + i * kElement;
+    SET_VARSIZE(element, kElement);
+    memcpy(VARDATA(element), id.data(), kIdLength);
+    elements[i] = PointerGetDatum(element);
+  }
+  return PointerGetDatum(array);
+}
+
 // ---------------------------------------------------------------------------
 // Spawning a batch
 // ---------------------------------------------------------------------------
@@ -283,8 +405,9 @@ struct Batch {
   std::string queue;
   Scope owner;
   std::vector<Datum> params;
-  std::vector<Datum> options;         // each element's options jsonb
-  std::vector<SpawnOptions> checked;  // each element's options, checked
+  Datum params_array = Datum(0);      // spawn_tasks: the params argument itself
+  std::vector<Datum> options;         // each element's options jsonb (one: shared)
+  std::vector<SpawnOptions> checked;  // each element's options, checked (one: shared)
 };
 
 // Checks element i's options, naming the element in a batch's message.
@@ -305,16 +428,9 @@ std::vector<Spawned> spawn(const Batch& b, Micros now) {
   std::vector<Spawned> out(n);
   if (n == 0) return out;
 
-  // Ids, ascending in input order: 10 random bytes per call, the element's
-  // position added to their low bits.
-  std::array<std::uint8_t, 10> random{};
-  const std::int64_t unix_ms = call([] {
-    return (GetCurrentTimestamp() / 1000) +
-           static_cast<std::int64_t>(POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * 86400000LL;
-  });
-  if (!call([&] { return pg_strong_random(random.data(), random.size()); }))
-    throw std::runtime_error("spawn: could not generate a run id");
-  for (std::size_t i = 0; i < n; ++i) out[i].run_id = time_ordered_id(unix_ms, random, i);
+  std::vector<Datum> generated;
+  id_array(n, generated);
+  for (std::size_t i = 0; i < n; ++i) out[i].run_id = text_value(generated[i]);
 
   // One new task per key: a key repeated in the batch names its first element's task.
   std::unordered_map<std::string, std::size_t> first_of_key;
@@ -430,21 +546,13 @@ std::vector<Spawned> spawn(const Batch& b, Micros now) {
   if (!new_ids.empty()) {
     // The task name is published as a graph when a task is actually created.
     if (spi_execute(graph_lookup, &name, nullptr) == 0) spi_execute(graph_save, &name, nullptr);
-    const Datum document = json_object({{"id", "\"\""},
-                                        {"graph_id", json_string(b.task_name)},
-                                        {"graph_hash", json_string(kTaskGraphHash)},
-                                        {"status", "\"running\""},
-                                        {"checkpoint_seq", "0"},
-                                        {"started_at", json_string(iso_text(now))},
-                                        {"attempt", "1"},
-                                        {"wake_reason", "\"new\""}});
     const ScopeParams scope = scope_params(b.owner);
     const Datum run_values[7] = {array(new_ids, nullptr, TEXTOID),
                                  scope.tenant,
                                  queue,
                                  name,
                                  TimestampTzGetDatum(now),
-                                 document,
+                                 document_template(b.task_name, now, text_value(new_ids[0])),
                                  array(wakes, nullptr, TIMESTAMPTZOID)};
     const char run_nulls[8] = {' ', scope.tenant_null, ' ', ' ', ' ', ' ', ' ', '\0'};
     spi_prepare_generic(runs_insert);
@@ -476,6 +584,7 @@ void check_head(FunctionCallInfo fcinfo, Batch& b, bool batch) {
   b.task_name = *task_name;
   require(fcinfo, 1, "params");
   if (batch) {
+    b.params_array = call([&] { return PointerGetDatum(DatumGetArrayTypeP(PG_GETARG_DATUM(1))); });
     const DatumArray params = array_arg(fcinfo, 1, JSONBOID);
     for (int i = 0; i < params.n; ++i) {
       if (params.nulls[i])
@@ -501,6 +610,84 @@ void put_rows(FunctionCallInfo fcinfo, const std::vector<Spawned>& rows) {
   }
 }
 
+// A batch whose elements share one options object without an idempotency
+// key: every element is a new task with the id generated for it, so the
+// statements take the options as scalars and no per-element array but the
+// ids (built in place) and the params (the argument itself).
+void spawn_uniform(FunctionCallInfo fcinfo, const Batch& b, Micros now) {
+  const std::size_t n = b.params.size();
+  std::vector<Datum> ids;
+  const Datum id_values = n == 0 ? Datum(0) : id_array(n, ids);
+  if (n > 0) {
+    const SpawnOptions& o = b.checked.front();
+    const Datum params = b.params_array != Datum(0)
+                             ? b.params_array
+                             : make_array(b.params.data(), nullptr, 1, JSONBOID);
+    const Datum queue = text_datum(b.queue);
+    const Datum name = text_datum(b.task_name);
+    const ScopeParams scope = scope_params(b.owner);
+    const Datum task_values[10] = {id_values,
+                                   text_datum(b.owner.tenant_id().value_or(std::string())),
+                                   queue,
+                                   name,
+                                   TimestampTzGetDatum(now),
+                                   params,
+                                   b.options.front(),
+                                   Int32GetDatum(o.max_attempts),
+                                   TimestampTzGetDatum(o.cancel_at.value_or(0)),
+                                   Int64GetDatum(o.max_duration_ms.value_or(0))};
+    const char task_nulls[11] = {' ',
+                                 ' ',
+                                 ' ',
+                                 ' ',
+                                 ' ',
+                                 ' ',
+                                 ' ',
+                                 ' ',
+                                 o.cancel_at ? ' ' : 'n',
+                                 o.max_duration_ms ? ' ' : 'n',
+                                 '\0'};
+    spi_connect();
+    spi_prepare_generic(tasks_insert_uniform);
+    spi_execute(tasks_insert_uniform, task_values, task_nulls);
+    // The task name is published as a graph when a task is actually created.
+    if (spi_execute(graph_lookup, &name, nullptr) == 0) spi_execute(graph_save, &name, nullptr);
+    const Datum run_values[7] = {id_values,
+                                 scope.tenant,
+                                 queue,
+                                 name,
+                                 TimestampTzGetDatum(now),
+                                 document_template(b.task_name, now, text_value(ids[0])),
+                                 TimestampTzGetDatum(o.wake_at)};
+    const char run_nulls[8] = {' ', scope.tenant_null, ' ', ' ', ' ', ' ', ' ', '\0'};
+    spi_prepare_generic(runs_insert_uniform);
+    spi_execute(runs_insert_uniform, run_values, run_nulls);
+    if (o.wake_at <= now) notify_due(b.queue);
+    spi_finish();
+  }
+  call([&] { InitMaterializedSRF(fcinfo, 0); });
+  auto* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
+  for (const Datum id : ids) {
+    Datum values[3] = {id, Int32GetDatum(1), BoolGetDatum(true)};
+    bool nulls[3] = {false, false, false};
+    call([&] { tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls); });
+  }
+}
+
+// Spawns a checked batch, the uniform way when it can.
+void spawn_batch(FunctionCallInfo fcinfo, Batch& b, Micros now) {
+  if (b.checked.size() == 1 && !b.checked.front().idempotency_key) {
+    spawn_uniform(fcinfo, b, now);
+    return;
+  }
+  const std::size_t n = b.params.size();
+  if (b.checked.size() == 1 && n > 1) {  // one options object with a key, for every element
+    b.options.assign(n, b.options.front());
+    b.checked.assign(n, b.checked.front());
+  }
+  put_rows(fcinfo, spawn(b, now));
+}
+
 Datum spawn_task(FunctionCallInfo fcinfo) {
   Batch b;
   check_head(fcinfo, b, false);
@@ -508,7 +695,7 @@ Datum spawn_task(FunctionCallInfo fcinfo) {
   if (arg_is_null(fcinfo, 4)) fail(Reason::bad_argument, "options must be a JSON object");
   b.options.push_back(PG_GETARG_DATUM(4));
   b.checked.push_back(check_element(json_value(PG_GETARG_DATUM(4)), now, 0, false));
-  put_rows(fcinfo, spawn(b, now));
+  spawn_batch(fcinfo, b, now);
   return Datum(0);
 }
 
@@ -533,11 +720,10 @@ Datum spawn_tasks(FunctionCallInfo fcinfo) {
       b.checked.push_back(check_element(one, now, static_cast<int>(i), true));
     }
   } else {
-    const SpawnOptions shared = check_element(shape, now, 0, false);
-    b.options.assign(n, options);
-    b.checked.assign(n, shared);
+    b.options.push_back(options);
+    b.checked.push_back(check_element(shape, now, 0, false));
   }
-  put_rows(fcinfo, spawn(b, now));
+  spawn_batch(fcinfo, b, now);
   return Datum(0);
 }
 
@@ -547,3 +733,4 @@ Datum spawn_tasks(FunctionCallInfo fcinfo) {
 
 DOCKET_FUNCTION(docket_spawn_task, docket::pg::spawn_task)
 DOCKET_FUNCTION(docket_spawn_tasks, docket::pg::spawn_tasks)
+DOCKET_FUNCTION(docket_task_document, docket::pg::task_document)

@@ -1,10 +1,11 @@
 -- The catalog rules of docket: every function pins its search_path (but the
--- clock, docket.now(), which names no object and is called on every claim), has a
+-- clock, docket.now(), which names no object and is called on every claim, and
+-- docket._task_document, likewise, called once per spawned run), has a
 -- comment, is not executable by PUBLIC and is not SECURITY DEFINER; no table is
 -- writable by PUBLIC; every object of the extension lives in schema docket; and
 -- a role without grants gets nothing.
 BEGIN;
-SELECT plan(19);
+SELECT plan(20);
 
 SELECT cmp_ok((SELECT count(*)::int FROM pg_proc WHERE pronamespace = 'docket'::regnamespace),
               '>=', 15, 'schema docket has the run-store functions');
@@ -14,12 +15,15 @@ SELECT is_empty($$
     FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
    WHERE n.nspname = 'docket'
      AND NOT coalesce('search_path=pg_catalog, pg_temp' = ANY (p.proconfig), false)
-     AND p.oid <> 'docket.now()'::regprocedure
-$$, 'every docket function but the clock sets search_path = pg_catalog, pg_temp');
+     AND p.oid NOT IN ('docket.now()'::regprocedure, 'docket._task_document(jsonb, text)'::regprocedure)
+$$, 'every docket function but the clock and the spawn document sets search_path = pg_catalog, pg_temp');
 
 SELECT is(
   (SELECT proconfig FROM pg_proc WHERE oid = 'docket.now()'::regprocedure), NULL,
   'docket.now() (a C function that names no object) runs without a search_path switch');
+SELECT is(
+  (SELECT proconfig FROM pg_proc WHERE oid = 'docket._task_document(jsonb, text)'::regprocedure), NULL,
+  'docket._task_document (a C function that names no object, called once per spawned run) neither');
 
 SELECT is_empty($$
   SELECT p.oid::regprocedure

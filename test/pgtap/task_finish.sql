@@ -2,7 +2,7 @@
 -- kind, jitter bounds, the attempt budget), cancel_task, task_result in every
 -- state, defer_task. Times are in 2040, passed as `now` and set as docket.fake_now.
 BEGIN;
-SELECT plan(163);
+SELECT plan(165);
 
 CREATE FUNCTION pg_temp.t(s double precision) RETURNS timestamptz
   LANGUAGE sql IMMUTABLE AS $$ SELECT '2040-01-01 00:00:00+00'::timestamptz + make_interval(secs => s) $$;
@@ -262,6 +262,15 @@ SELECT pg_temp.spawn('k-default', 'qk-default');
 SELECT is(pg_temp.cycle('k-default', 'qk-default', 300),
   'retry_scheduled:1000 retry_scheduled:2000 retry_scheduled:4000 retry_scheduled:8000 failed:',
   'the default: exponential from 1000 ms, factor 2, 5 attempts');
+SELECT pg_temp.at(300);
+SELECT pg_temp.spawn('k-default-cap', 'qk-default-cap', '{"max_attempts": 11}');
+SELECT is((SELECT retry FROM docket.tasks WHERE run_id = pg_temp.id('k-default-cap')), NULL,
+  'no retry option: the task stores no policy (NULL: the defaults)');
+SELECT is(pg_temp.cycle('k-default-cap', 'qk-default-cap', 300),
+  'retry_scheduled:1000 retry_scheduled:2000 retry_scheduled:4000 retry_scheduled:8000 '
+  'retry_scheduled:16000 retry_scheduled:32000 retry_scheduled:64000 retry_scheduled:128000 '
+  'retry_scheduled:256000 retry_scheduled:300000 failed:',
+  'the default policy of a NULL retry: capped at max_ms 300000');
 SELECT pg_temp.at(300);
 SELECT pg_temp.spawn('k-exp', 'qk-exp', '{"max_attempts": 6, "retry": {"kind": "exponential", "base_ms": 1000, "factor": 3, "max_ms": 20000}}');
 SELECT is(pg_temp.cycle('k-exp', 'qk-exp', 300),

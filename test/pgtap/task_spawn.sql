@@ -62,10 +62,10 @@ SELECT is(pg_temp.run('plain') -> 'document',
 SELECT is(pg_temp.task('plain'),
   jsonb_build_object('run_id', pg_temp.id('plain'), 'tenant_key', '', 'queue', 'default',
     'task_name', 'send_mail', 'params', '{}'::jsonb, 'headers', '{}'::jsonb, 'max_attempts', 5,
-    'retry', '{"kind": "exponential", "base_ms": 1000, "factor": 2, "max_ms": 300000, "jitter": 0}'::jsonb,
+    'retry', NULL,
     'idempotency_key', NULL, 'cancel_at', NULL, 'max_duration_ms', NULL,
     'first_started_at', NULL, 'deadline_at', NULL, 'created_at', pg_temp.t(0)),
-  'the task row: params {}, headers {}, max_attempts 5, the default retry policy, no key or deadlines');
+  'the task row: params {}, headers {}, max_attempts 5, no retry policy (NULL: the defaults), no key or deadlines');
 SELECT is((SELECT definition FROM docket.graphs WHERE graph_id = 'send_mail' AND graph_hash = 'task'),
   '{"kind": "task"}'::jsonb, 'the task name is published as graph (name, task)');
 

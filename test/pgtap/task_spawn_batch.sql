@@ -3,7 +3,7 @@
 -- time-ordered run ids; and the guards that replace the spawn path's foreign
 -- keys. Times are in 2040, set through docket.fake_now.
 BEGIN;
-SELECT plan(43);
+SELECT plan(51);
 
 CREATE FUNCTION pg_temp.t(s double precision) RETURNS timestamptz
   LANGUAGE sql IMMUTABLE AS $$ SELECT '2040-01-01 00:00:00+00'::timestamptz + make_interval(secs => s) $$;
@@ -66,6 +66,37 @@ SELECT is((SELECT jsonb_array_length(docket.list_runs('tenant:acme', 10) -> 'ent
           'list_runs sees the tenant''s four tasks');
 
 SELECT is(pg_temp.spawn('none', 'mail', '{}'::jsonb[]), 0::bigint, 'an empty array spawns nothing');
+
+-- One options object without a key (scalars, the ids built in place) and an
+-- array of one object per element (per-element arrays) write the same rows.
+SELECT is(pg_temp.spawn('uniform', 'rich', ARRAY['{"a": 1}', '{"a": 2}']::jsonb[], 'rq', 'tenant:r',
+                        '{"max_attempts": 2, "retry": {"kind": "fixed"}, "headers": {"x": "y"},
+                          "run_at": "2040-01-01T00:00:07Z", "cancel_after_ms": 1000, "max_duration_ms": 60000}'),
+          2::bigint, 'shared options, no key: two tasks');
+SELECT is(pg_temp.spawn('per-element', 'rich', ARRAY['{"a": 1}', '{"a": 2}']::jsonb[], 'rq', 'tenant:r',
+                        (SELECT jsonb_agg(o) FROM (VALUES (1), (2)) v(i), LATERAL (SELECT
+                          '{"max_attempts": 2, "retry": {"kind": "fixed"}, "headers": {"x": "y"},
+                            "run_at": "2040-01-01T00:00:07Z", "cancel_after_ms": 1000, "max_duration_ms": 60000}'::jsonb AS o) x)),
+          2::bigint, 'the same options per element: two tasks');
+SELECT is((SELECT jsonb_agg(pg_temp.shape(run_id) ORDER BY n) FROM got WHERE name = 'per-element'),
+          (SELECT jsonb_agg(pg_temp.shape(run_id) ORDER BY n) FROM got WHERE name = 'uniform'),
+          'both ways write the same runs, documents, heads and task rows');
+SELECT is((SELECT (t.retry ->> 'kind') || ' ' || t.max_duration_ms || ' ' || (t.cancel_at = pg_temp.t(8))
+             FROM docket.tasks t WHERE t.run_id = pg_temp.id('uniform', 2)),
+          'fixed 60000 true', 'retry, max_duration_ms and cancel_at (run_at + cancel_after_ms) are stored');
+SELECT is((SELECT bool_and(document ->> 'id' = run_id) FROM docket.runs
+            WHERE run_id IN (SELECT run_id FROM got WHERE name IN ('uniform', 'per-element', 'three'))),
+          true, 'every document carries its own run id');
+
+-- docket._task_document: the template with the run id in place of its id.
+SELECT is(docket._task_document('{"id": "aaaa", "graph_id": "aaaa", "status": "running"}', 'bcde'),
+          '{"id": "bcde", "graph_id": "aaaa", "status": "running"}'::jsonb,
+          '_task_document replaces the id and nothing else');
+SELECT throws_ok($$SELECT docket._task_document('{"id": "aaaa"}', 'abc')$$, '22023',
+                 'bad_argument: the document''s id must be a string of the run id''s length',
+                 '_task_document: an id of another length');
+SELECT throws_ok($$SELECT docket._task_document('{"id": 1234}', '1234')$$, '22023', NULL,
+                 '_task_document: an id that is not a string');
 
 -------------------------------------------------------------------------------
 -- Per-element options and idempotency keys
