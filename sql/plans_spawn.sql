@@ -19,7 +19,7 @@ PREPARE existing (text, text, text[]) AS SELECT t.idempotency_key, t.run_id, (r.
 EXPLAIN (COSTS OFF) EXECUTE existing ('b', 'q1', '{key-1,key-2}');
 
 -- deleting runs: their heads by (started_at, run_id) on run_heads_list (run_heads
--- has no primary key: sql/upgrade/0.3.0/40_spawn_write_set.sql), task rows by
+-- has no primary key: sql/upgrade/0.3.0/50_spawn_write_set.sql), task rows by
 -- primary key.
 PREPARE heads_gone (text[], timestamptz[]) AS DELETE FROM docket.run_heads h USING unnest($1, $2) AS g(run_id, started_at) WHERE h.started_at = g.started_at AND h.run_id = g.run_id;
 EXPLAIN (COSTS OFF) EXECUTE heads_gone ('{a,b}', '{2040-01-01Z,2040-01-01Z}');
