@@ -97,8 +97,8 @@ FirstStart first_start(const ClaimedTaskFacts& facts, Micros now) noexcept {
   return out;
 }
 
-std::string claimed_wake_reason(int claim_attempt, const std::string& stored_reason) {
-  return claim_attempt > 1 ? std::string("recovered") : stored_reason;
+std::string claimed_wake_reason(int claim_attempt, bool expired, const std::string& stored_reason) {
+  return expired || claim_attempt > 1 ? std::string("recovered") : stored_reason;
 }
 
 Micros heartbeat_claimed_at(Micros now, std::optional<std::int64_t> extend_ms) noexcept {
@@ -238,10 +238,13 @@ void validate_batch_keys(const std::vector<BatchKey>& keys, bool with_steps) {
       if (!k.step_name) fail(Reason::bad_argument, "step_names must not contain NULL" + at);
       step = *k.step_name;
     }
-    if (!seen.emplace(*k.run_id, step).second)
-      fail(Reason::bad_argument,
-           with_steps ? "step " + step + " of task " + *k.run_id + " appears twice" + at
-                      : "task " + *k.run_id + " appears twice" + at);
+    if (!seen.emplace(*k.run_id, step).second) {
+      std::string message = with_steps ? "step " + step + " of task " : std::string("task ");
+      message += *k.run_id;
+      message += " appears twice";
+      message += at;
+      fail(Reason::bad_argument, message);
+    }
   }
 }
 

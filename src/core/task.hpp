@@ -115,8 +115,10 @@ struct FirstStart {
 };
 FirstStart first_start(const ClaimedTaskFacts& facts, Micros now) noexcept;
 
-// The wake_reason a runner sees: recovered when an earlier claim expired.
-std::string claimed_wake_reason(int claim_attempt, const std::string& stored_reason);
+// The wake_reason a runner sees: recovered when an earlier claim expired (the
+// run was claimed from the expired class, or an earlier claim of this attempt
+// count was not ended by a transition; a stored step resets the count).
+std::string claimed_wake_reason(int claim_attempt, bool expired, const std::string& stored_reason);
 
 // heartbeat: the claim time it writes (only ever forward). With extend_ms the
 // claim time is now + extend_ms, so the claim cannot expire before then

@@ -254,6 +254,8 @@ std::vector<ClaimRow> claim_runs(const ClaimRequest& args, Datum lease_text, Dat
         policy.orphan_ttl_ms, position, output);
   apply(poison_statement, poison_ids, policy.now, poisoned_text, policy.orphan_ttl_ms, position,
         output);
+  for (std::size_t i = 0; i < picks.size(); ++i)
+    output[i].expired = picks[i].cls == ClaimClass::expired;
   return output;
 }
 

@@ -39,7 +39,8 @@ enum ClaimColumn {
 // One outcome, its by-reference datums copied out of SPI memory (they live in
 // the memory context that was current when claim_runs was called).
 struct ClaimRow {
-  bool leased = false;  // false: poisoned
+  bool leased = false;   // false: poisoned
+  bool expired = false;  // picked from the expired class (its earlier claim expired)
   Datum values[c_columns];
   bool nulls[c_columns];
   // With ClaimRequest::task_facts, for a lease: the document's attempt and

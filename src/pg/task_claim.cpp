@@ -174,9 +174,9 @@ Datum claim_tasks(FunctionCallInfo fcinfo) {
       l.cols[o_checkpoint_seq] = claim.values[c_checkpoint_seq];
       l.nulls[o_checkpoint_seq] = false;
       l.nulls[o_wake_reason] = claim.wake_reason_null;
-      const std::string reason =
-          claimed_wake_reason(attempt, claim.wake_reason_null ? "" : text_value(claim.wake_reason));
-      if (!(attempt <= 1 && claim.wake_reason_null)) {
+      const std::string reason = claimed_wake_reason(
+          attempt, claim.expired, claim.wake_reason_null ? "" : text_value(claim.wake_reason));
+      if (!(attempt <= 1 && !claim.expired && claim.wake_reason_null)) {
         l.cols[o_wake_reason] = text_datum(reason);
         l.nulls[o_wake_reason] = false;
       }

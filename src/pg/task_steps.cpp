@@ -1,6 +1,7 @@
 // complete_steps, complete_step and step_states. A step checkpoint is one
 // statement: the lock of every held task (run_id order), their fenced claim
-// refresh, the insert of their steps (the first value wins) and the stored
+// refresh (which resets the claim-attempt counter of a task storing a new
+// step), the insert of their steps (the first value wins) and the stored
 // values.
 #include <string>
 #include <unordered_map>
@@ -19,14 +20,23 @@ namespace {
 // $1..$4 the items (run_id, token, step_name, value) in input order, $5 now,
 // $6 the distinct run ids and $7 one token of each. Returns per item, in input
 // order: held, stored (this call inserted it), the value.
-#define DOCKET_STEPS_REFRESH \
-  "WITH held AS (UPDATE docket.runs r SET claimed_at = greatest(r.claimed_at, $5)"
+// Progress resets the poison counter, as a commit does: a held run with an
+// item whose step is not stored yet (fresh: the insert stores it) gets
+// claim_attempts = 0 in the same fenced UPDATE, so a task that keeps storing
+// new steps is never poisoned by the crashes between them, while one whose
+// steps are only replayed (kept) still is after max_claim_attempts claims.
+#define DOCKET_STEPS_REFRESH                                                             \
+  "WITH items AS (SELECT * FROM unnest($1, $2, $3, $4) WITH ORDINALITY"                  \
+  " AS i (run_id, token, step_name, value, ord)),"                                       \
+  " fresh AS (SELECT i.run_id, i.token FROM items i WHERE NOT EXISTS (SELECT 1"          \
+  " FROM docket.task_steps s WHERE s.run_id = i.run_id AND s.step_name = i.step_name))," \
+  " held AS (UPDATE docket.runs r SET claimed_at = greatest(r.claimed_at, $5),"          \
+  " claim_attempts = CASE WHEN (r.run_id, r.claim_token)"                                \
+  " IN (SELECT f.run_id, f.token FROM fresh f) THEN 0 ELSE r.claim_attempts END"
 #define DOCKET_STEPS_REST                                                                \
   " AND r.claim_token = $7[array_position($6, r.run_id)]"                                \
   " AND r.graph_hash = 'task' AND (r.deadline_at IS NULL OR r.deadline_at > $5)"         \
   " RETURNING r.run_id, r.claim_token),"                                                 \
-  " items AS (SELECT * FROM unnest($1, $2, $3, $4) WITH ORDINALITY"                      \
-  " AS i (run_id, token, step_name, value, ord)),"                                       \
   " ins AS (INSERT INTO docket.task_steps AS s (run_id, step_name, value, completed_at)" \
   " SELECT i.run_id, i.step_name, i.value, $5 FROM items i"                              \
   " JOIN held h ON h.run_id = i.run_id AND h.claim_token = i.token"                      \

@@ -222,9 +222,16 @@ SELECT is(pg_temp.indexes($$EXECUTE tap_complete_one('{r20001}', ARRAY[gen_rando
 SELECT is(pg_temp.seqscans($$EXECUTE tap_complete_one('{r20001}', ARRAY[gen_random_uuid()], '{1}', '2040-03-01Z',
                                                      'completed', 'run_completed')$$), '', 'no sequential scan');
 
--- complete_steps / complete_step: fenced refresh, insert, stored values in one statement
+-- complete_steps / complete_step: fenced refresh (and the claim-attempt reset of a run
+-- storing a new step), insert, stored values in one statement
 PREPARE tap_steps_batch(text[], uuid[], text[], jsonb[], timestamptz, text[], uuid[]) AS
-  WITH held AS (UPDATE docket.runs r SET claimed_at = greatest(r.claimed_at, $5)
+  WITH items AS (SELECT * FROM unnest($1, $2, $3, $4) WITH ORDINALITY AS i (run_id, token, step_name, value, ord)),
+       fresh AS (SELECT i.run_id, i.token FROM items i
+                  WHERE NOT EXISTS (SELECT 1 FROM docket.task_steps s
+                                     WHERE s.run_id = i.run_id AND s.step_name = i.step_name)),
+       held AS (UPDATE docket.runs r SET claimed_at = greatest(r.claimed_at, $5),
+                  claim_attempts = CASE WHEN (r.run_id, r.claim_token) IN (SELECT f.run_id, f.token FROM fresh f)
+                                        THEN 0 ELSE r.claim_attempts END
                  WHERE r.run_id = ANY(ARRAY(SELECT x.run_id FROM docket.runs x
                                              WHERE x.run_id = ANY($6) AND x.claim_token = ANY($2)
                                                AND x.graph_hash = 'task'
@@ -232,7 +239,6 @@ PREPARE tap_steps_batch(text[], uuid[], text[], jsonb[], timestamptz, text[], uu
                    AND r.claim_token = $7[array_position($6, r.run_id)]
                    AND r.graph_hash = 'task' AND (r.deadline_at IS NULL OR r.deadline_at > $5)
                 RETURNING r.run_id, r.claim_token),
-       items AS (SELECT * FROM unnest($1, $2, $3, $4) WITH ORDINALITY AS i (run_id, token, step_name, value, ord)),
        ins AS (INSERT INTO docket.task_steps AS s (run_id, step_name, value, completed_at)
                SELECT i.run_id, i.step_name, i.value, $5 FROM items i
                  JOIN held h ON h.run_id = i.run_id AND h.claim_token = i.token

@@ -140,8 +140,10 @@ TEST(TaskClaim, FirstStartRecordsTheDeadline) {
 }
 
 TEST(TaskClaim, WakeReason) {
-  EXPECT_EQ(claimed_wake_reason(1, "sleep"), "sleep");
-  EXPECT_EQ(claimed_wake_reason(2, "sleep"), "recovered");
+  EXPECT_EQ(claimed_wake_reason(1, false, "sleep"), "sleep");
+  EXPECT_EQ(claimed_wake_reason(2, false, "sleep"), "recovered");
+  // Expired after a stored step reset the count: still recovered.
+  EXPECT_EQ(claimed_wake_reason(1, true, "new"), "recovered");
 }
 
 TEST(TaskHeartbeat, ExtendMs) {
