@@ -15,6 +15,11 @@
 //       and the spawner's default session settings: trickle spawns COUNT tasks one
 //       per transaction every INTERVAL_MS; burst spawns COUNT tasks in transactions
 //       of BURST tasks every INTERVAL_MS. Latency as for latency.
+//   bench_worker drain-wait DSN QUEUE CONCURRENCY TASKS WAITERS
+//       As drain, while WAITERS producer threads (each its own connection)
+//       Client::wait for the queue's tasks, every task once, in spawn order
+//       (waiter i waits for tasks i, i + WAITERS, ...): the cost of waiting
+//       for every result on the workers' drain. WAITERS 0 is drain.
 //   bench_worker rawloop DSN THREADS BATCH JOBS
 //       The raw SKIP LOCKED loop as a client would run it (bench/claim's
 //       bench.raw_jobs): THREADS connections, each claiming BATCH jobs in one
@@ -38,6 +43,7 @@
 
 #include <pqxx/pqxx>
 
+#include "docket/client.hpp"
 #include "docket/context.hpp"
 #include "docket/sql.hpp"
 #include "docket/worker_pool.hpp"
@@ -99,6 +105,52 @@ int drain(const std::string& dsn, const std::string& queue, int concurrency, lon
   std::printf("drain concurrency=%d tasks=%ld seconds=%.2f tasks_per_s=%.0f claim_ms=%.2f\n",
               concurrency, tasks, elapsed, tasks / elapsed, counters.claim_latency_ms);
   return 0;
+}
+
+int drain_wait(const std::string& dsn, const std::string& queue, int concurrency, long tasks,
+               int waiters) {
+  std::vector<std::string> ids;
+  {
+    pqxx::connection connection(dsn);
+    pqxx::nontransaction tx(connection);
+    for (const pqxx::row& row :
+         tx.exec_params("SELECT run_id FROM docket.tasks WHERE queue = $1 ORDER BY run_id", queue))
+      ids.push_back(row[0].as<std::string>());
+  }
+  std::atomic<long> settled{0};
+  std::atomic<bool> failed{false};
+  std::vector<std::thread> threads;
+  const Clock::time_point start = Clock::now();
+  for (int w = 0; w < waiters; ++w) {
+    threads.emplace_back([&, w] {
+      try {
+        pqxx::connection connection(dsn);
+        docket::Client client(connection);
+        for (std::size_t i = static_cast<std::size_t>(w); i < ids.size();
+             i += static_cast<std::size_t>(waiters)) {
+          if (!client.wait(ids[i], 900s)) throw std::runtime_error("a wait timed out");
+          settled.fetch_add(1);
+        }
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "bench_worker: waiter: %s\n", e.what());
+        failed = true;
+      }
+    });
+  }
+  docket::PoolCounters counters;
+  const double elapsed = drain_pool(
+      docket::TaskCatalog::Builder()
+          .add("noop", [](docket::Context&, const docket::Json&) { return docket::Json(); })
+          .build(),
+      dsn, queue, concurrency, tasks, counters);
+  for (std::thread& t : threads) t.join();
+  const double waited = seconds_since(start);
+  std::printf(
+      "drain_wait concurrency=%d tasks=%ld waiters=%d seconds=%.2f tasks_per_s=%.0f "
+      "waits=%ld wait_seconds=%.2f claim_ms=%.2f\n",
+      concurrency, tasks, waiters, elapsed, tasks / elapsed, settled.load(), waited,
+      counters.claim_latency_ms);
+  return failed ? 1 : 0;
 }
 
 // Tasks named "steps": the handler checkpoints `steps` steps (each stores its
@@ -309,6 +361,8 @@ int main(int argc, char** argv) {
       return drain_steps(a[1], a[2], std::stoi(a[3]), std::stol(a[4]), std::stoi(a[5]));
     if (a.size() == 7 && a[0] == "wake")
       return wake(a[1], a[2], a[3], std::stoi(a[4]), std::stoi(a[5]), std::stoi(a[6]));
+    if (a.size() == 6 && a[0] == "drain-wait")
+      return drain_wait(a[1], a[2], std::stoi(a[3]), std::stol(a[4]), std::stoi(a[5]));
     if (a.size() == 5 && a[0] == "rawloop")
       return rawloop(a[1], std::stoi(a[2]), std::stoi(a[3]), std::stol(a[4]));
   } catch (const std::exception& e) {
@@ -321,6 +375,7 @@ int main(int argc, char** argv) {
                "       bench_worker wake DSN QUEUE trickle|burst COUNT INTERVAL_MS BURST\n"
                "       bench_worker latency DSN QUEUE COUNT INTERVAL_MS POLL_MS LISTEN "
                "NOTIFY_INTERVAL_MS|default\n"
+               "       bench_worker drain-wait DSN QUEUE CONCURRENCY TASKS WAITERS\n"
                "       bench_worker rawloop DSN THREADS BATCH JOBS\n");
   return 2;
 }

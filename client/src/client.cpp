@@ -1,5 +1,11 @@
 #include "docket/client.hpp"
 
+#include <algorithm>
+#include <stdexcept>
+#include <thread>
+
+#include "docket/errors.hpp"
+
 namespace docket {
 
 Json SpawnOptions::to_json() const {
@@ -60,6 +66,30 @@ bool Client::cancel(const std::string& scope, const std::string& run_id,
 std::optional<Json> Client::task_result(const std::string& scope, const std::string& run_id) {
   return run(false,
              [&](pqxx::transaction_base& tx) { return sql::task_result(tx, scope, run_id); });
+}
+
+bool settled_state(const std::string& state) {
+  return state == "completed" || state == "failed" || state == "cancelled" || state == "poisoned";
+}
+
+std::optional<Json> Client::wait(const std::string& run_id, std::chrono::milliseconds timeout,
+                                 const WaitOptions& options) {
+  if (transaction_ != nullptr)
+    throw std::logic_error(
+        "docket::Client::wait needs a Client on a connection, not a transaction");
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point deadline = Clock::now() + timeout;
+  std::chrono::milliseconds interval = std::max(options.first_poll, std::chrono::milliseconds(1));
+  for (;;) {
+    const std::optional<Json> result = task_result(options.scope, run_id);
+    if (!result)
+      throw NotFound("", "not_found: task " + run_id + " is not visible in scope " + options.scope);
+    if (settled_state(result->value("state", std::string()))) return result;
+    const Clock::time_point now = Clock::now();
+    if (now >= deadline) return std::nullopt;
+    std::this_thread::sleep_for(std::min<Clock::duration>(interval, deadline - now));
+    interval = std::min(interval * 2, std::max(options.max_poll, options.first_poll));
+  }
 }
 
 std::optional<Json> Client::fetch_run(const std::string& scope, const std::string& run_id) {

@@ -138,6 +138,45 @@ TEST_F(DocketctlTest, TasksResultAndCancel) {
   EXPECT_EQ(ctl({"tasks", "cancel", unique_name("missing")}).status, 1);
 }
 
+TEST_F(DocketctlTest, TasksWait) {
+  // Pending, and nothing works this queue: times out (exit 4), the task unchanged.
+  const std::string id = spawn("report");
+  const Output timeout = ctl({"tasks", "wait", id, "--timeout", "20"});
+  EXPECT_EQ(timeout.status, 4) << timeout.err;
+  EXPECT_TRUE(contains(timeout.out, "timed out after 20 ms: " + id)) << timeout.out;
+  EXPECT_EQ(ctl({"--json", "tasks", "wait", id, "--timeout", "0"}).json(),
+            (Json{{"run_id", id}, {"state", "timeout"}}));
+  EXPECT_EQ(ctl({"--json", "tasks", "result", id}).json()["state"], "pending");
+
+  // Completed: exit 0 with the result.
+  {
+    pqxx::work tx(connection_);
+    const pqxx::row claimed =
+        tx.exec1("SELECT run_id, claim_token FROM docket.claim_tasks(" + tx.quote(queue_) + ", 1)");
+    tx.exec("SELECT docket.complete_task(" + tx.quote(claimed[0].as<std::string>()) + ", " +
+            tx.quote(claimed[1].as<std::string>()) + "::uuid, '{\"pages\": 3}')");
+    tx.commit();
+  }
+  const Output done = ctl({"tasks", "wait", id});
+  ASSERT_EQ(done.status, 0) << done.err;
+  EXPECT_TRUE(contains(done.out, "state: completed")) << done.out;
+  const Output json = ctl({"--json", "tasks", "wait", id, "--timeout", "0"});
+  ASSERT_EQ(json.status, 0) << json.err;
+  EXPECT_EQ(json.json()["result"], (Json{{"pages", 3}}));
+
+  // Cancelled: settled but not completed, exit 3.
+  const std::string other = spawn("report");
+  ASSERT_EQ(ctl({"tasks", "cancel", other}).status, 0);
+  const Output cancelled = ctl({"--json", "tasks", "wait", other});
+  EXPECT_EQ(cancelled.status, 3) << cancelled.err;
+  EXPECT_EQ(cancelled.json()["state"], "cancelled");
+
+  const Output missing = ctl({"tasks", "wait", unique_name("missing")});
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_TRUE(contains(missing.err, "not_found")) << missing.err;
+  EXPECT_EQ(ctl({"tasks", "wait", id, "--timeout", "-1"}).status, 2);
+}
+
 TEST_F(DocketctlTest, ScopeLimitsWhatIsVisible) {
   const std::string id = spawn("private", "tenant:acme");
   EXPECT_EQ(ctl({"--scope", "tenant:acme", "--json", "tasks", "result", id}).status, 0);

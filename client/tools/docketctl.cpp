@@ -6,6 +6,7 @@
 //     tasks spawn NAME [PARAMS_JSON] [--queue Q] [--options OPTIONS_JSON]
 //     tasks cancel RUN_ID [--reason TEXT]
 //     tasks result RUN_ID
+//     tasks wait RUN_ID [--timeout MS]
 //     events emit NAME [PAYLOAD_JSON]
 //     poisoned list [--limit N]
 //     poisoned retry RUN_ID
@@ -13,6 +14,9 @@
 //
 // The connection comes from the standard PG* environment variables, or --dsn.
 // Human tables by default; --json prints one JSON document for scripts.
+// Exit status: 0 done, 1 an error, 2 bad usage; tasks wait: 0 completed, 3
+// settled otherwise (failed, cancelled, poisoned), 4 timed out.
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -40,6 +44,7 @@ struct Args {
   std::optional<std::string> before_run_id;
   std::vector<std::string> statuses;
   int limit = 20;
+  long long timeout_ms = 60000;
 };
 
 constexpr const char* kUsage =
@@ -49,6 +54,8 @@ constexpr const char* kUsage =
     "  tasks spawn NAME [PARAMS_JSON] [--queue Q] [--options OPTIONS_JSON]\n"
     "  tasks cancel RUN_ID [--reason TEXT]\n"
     "  tasks result RUN_ID\n"
+    "  tasks wait RUN_ID [--timeout MS]   (exit 0 completed, 3 failed/cancelled/poisoned, 4 "
+    "timeout)\n"
     "  events emit NAME [PAYLOAD_JSON]\n"
     "  poisoned list [--limit N]\n"
     "  poisoned retry RUN_ID\n"
@@ -87,6 +94,9 @@ Args parse(int argc, char** argv) {
       args.statuses.push_back(value("--status"));
     } else if (a == "--limit") {
       args.limit = std::stoi(value("--limit"));
+    } else if (a == "--timeout") {
+      args.timeout_ms = std::stoll(value("--timeout"));
+      if (args.timeout_ms < 0) throw UsageError("--timeout must be >= 0");
     } else if (a == "--before") {
       args.before_started_at = value("--before");
       args.before_run_id = value("--before");
@@ -189,7 +199,7 @@ int run(const Args& args) {
       return 0;
     }
   } else if (group == "tasks") {
-    const std::string& verb = arg(args, 1, "tasks spawn|cancel|result");
+    const std::string& verb = arg(args, 1, "tasks spawn|cancel|result|wait");
     if (verb == "spawn") {
       docket::SpawnOptions options;
       options.owner_scope = args.scope;
@@ -234,6 +244,21 @@ int run(const Args& args) {
       }
       emit(*result, [&] { print_object(*result); });
       return 0;
+    }
+    if (verb == "wait") {
+      const std::string& run_id = arg(args, 2, "RUN_ID");
+      docket::WaitOptions options;
+      options.scope = args.scope;
+      const auto result = client.wait(run_id, std::chrono::milliseconds(args.timeout_ms), options);
+      if (!result) {
+        const docket::Json out = {{"run_id", run_id}, {"state", "timeout"}};
+        emit(out, [&] {
+          std::cout << "timed out after " << args.timeout_ms << " ms: " << run_id << "\n";
+        });
+        return 4;
+      }
+      emit(*result, [&] { print_object(*result); });
+      return result->value("state", std::string()) == "completed" ? 0 : 3;
     }
   } else if (group == "events") {
     if (arg(args, 1, "events emit") == "emit") {

@@ -3,6 +3,7 @@
 // own transaction and commits or rolls back with it.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -32,6 +33,19 @@ struct SpawnOptions {
 
 using SpawnResult = sql::SpawnResult;
 
+// Client::wait: how a waiter polls task_result. Each poll is one indexed read in
+// its own transaction; the interval starts at first_poll and doubles up to
+// max_poll. Nothing is added to the completion path (no NOTIFY per task).
+struct WaitOptions {
+  std::string scope = "system";  // the scope task_result reads the task in
+  std::chrono::milliseconds first_poll{5};
+  std::chrono::milliseconds max_poll{250};
+};
+
+// The states Client::wait returns on: completed, failed, cancelled (final), and
+// poisoned (the task needs an operator: retry_poisoned_run, then wait again).
+bool settled_state(const std::string& state);
+
 class Client {
  public:
   // Each call runs in its own transaction on `connection`.
@@ -46,6 +60,13 @@ class Client {
   bool cancel(const std::string& scope, const std::string& run_id,
               const std::optional<std::string>& reason = std::nullopt);
   std::optional<Json> task_result(const std::string& scope, const std::string& run_id);
+  // Waits until the task has settled (settled_state) and returns its task_result
+  // ({"state", "result", "error", "attempts", "task_name", "queue"}), or nullopt
+  // when `timeout` passes first (the task is left as it is). Throws NotFound
+  // when the task is not visible in options.scope, std::logic_error on a Client
+  // bound to a transaction (the poll must see other transactions' commits).
+  std::optional<Json> wait(const std::string& run_id, std::chrono::milliseconds timeout,
+                           const WaitOptions& options = {});
 
   std::optional<Json> fetch_run(const std::string& scope, const std::string& run_id);
   std::optional<Json> inspect_run(const std::string& scope, const std::string& run_id);

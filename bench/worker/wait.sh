@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# bench/worker/wait.sh: what waiting for results (Client::wait, polling
+# task_result with backoff; no NOTIFY on completion) costs the workers' drain.
+# On its own throwaway cluster with production durability: the raw two-commit
+# loop (bench/worker's baseline, pgbench, batch 100 and 10) over WAIT_TASKS jobs,
+# then the WorkerPool draining WAIT_TASKS pre-spawned no-op tasks with 0 and
+# each count of WAIT_WAITERS producer threads waiting for every task's result
+# (bench_worker drain-wait). Ratios against the raw loop of the same run.
+# Knobs: BENCH_PORT (54355), WAIT_TASKS (20000), WAIT_CONCURRENCY (10),
+# WAIT_WAITERS ("10 100"), BENCH_FSYNC (on), BENCH_INSTALL (1),
+# BENCH_BUILD (client/build), BENCH_OUT (/tmp/docket-bench-wait.txt).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+claim=bench/claim
+here=bench/worker
+
+PORT=${BENCH_PORT:-54355}
+N=${WAIT_TASKS:-20000}
+C=${WAIT_CONCURRENCY:-10}
+WAITERS=${WAIT_WAITERS:-"10 100"}
+BUILD=${BENCH_BUILD:-client/build}
+OUT=${BENCH_OUT:-/tmp/docket-bench-wait.txt}
+DB=bench_wait
+DSN="dbname=$DB"
+
+export PGHOST=127.0.0.1 PGPORT=$PORT PGUSER=postgres PGDATABASE=postgres
+PGBIN=$(pg_config --bindir)
+
+if [ "${BENCH_INSTALL:-1}" = 1 ]; then
+  flock /tmp/docket-build.lock make -s install >/dev/null
+fi
+cmake -S client -B "$BUILD" >/dev/null
+cmake --build "$BUILD" -j2 --target bench_worker >/dev/null
+BENCH=$BUILD/bench_worker
+
+DOCKET_FSYNC=${BENCH_FSYNC:-on} DOCKET_PGPORT=$PORT bash scripts/cluster.sh start
+trap 'DOCKET_PGPORT=$PORT bash scripts/cluster.sh stop' EXIT
+
+q() { psql -X -q -At -v ON_ERROR_STOP=1 -d $DB "$@"; }
+now() { date +%s.%N; }
+elapsed() { echo "$(now) - $1" | bc; }
+say() { echo "$*" | tee -a "$OUT"; }
+field() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
+ratio() { if [ "${2:-0}" = 0 ]; then echo "-"; else printf "%.2f" "$(echo "scale=4; $1 / $2" | bc)"; fi; }
+
+spawn() {  # spawn <queue> <count>: untimed, set-based
+  local queue=$1 count=$2 b e
+  for ((b = 1; b <= count; b += 10000)); do
+    e=$(((b + 9999) < count ? b + 9999 : count))
+    echo "SELECT count(*) FROM docket.spawn_tasks('noop',
+            ARRAY(SELECT jsonb_build_object('i', g) FROM generate_series($b, $e) g), '$queue');"
+  done | q >/dev/null
+  q -c "VACUUM (ANALYZE) docket.runs, docket.tasks"
+}
+raw_next=1
+raw_loop() {  # raw_loop <batch>: sets raw_rate (jobs/s)
+  local batch=$1 before t per_client secs
+  q -c "SELECT bench.load_raw($raw_next, $((raw_next + N - 1)))" >/dev/null
+  raw_next=$((raw_next + N))
+  q -c "VACUUM (ANALYZE) bench.raw_jobs"
+  before=$(q -c "SELECT count(*) FROM bench.raw_jobs WHERE status = 'done'")
+  per_client=$(((N + C * batch - 1) / (C * batch)))
+  t=$(now)
+  "$PGBIN/pgbench" -n -c "$C" -j 2 -t "$per_client" -D batch="$batch" \
+    -f $here/raw_two_commit.pgbench $DB >/dev/null 2>&1
+  secs=$(elapsed "$t")
+  raw_rate=$(echo "scale=0; ($(q -c "SELECT count(*) FROM bench.raw_jobs WHERE status = 'done'") - $before) / $secs" | bc)
+}
+
+: >"$OUT"
+say "docket bench/worker/wait.sh, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+say "git $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet 2>/dev/null || echo ' (dirty tree)')"
+say "durability: fsync $(psql -X -At -c 'SHOW fsync'), synchronous_commit $(psql -X -At -c 'SHOW synchronous_commit')"
+psql -X -q -v ON_ERROR_STOP=1 -c "CREATE DATABASE $DB"
+q -c "CREATE EXTENSION docket"
+q -f $claim/setup.sql >/dev/null
+q -f $here/setup.sql >/dev/null
+
+raw_loop 100
+raw100=$raw_rate
+raw_loop 10
+raw10=$raw_rate
+say "raw two-commit loop c$C: batch 100 $raw100 jobs/s, batch 10 $raw10 jobs/s"
+for w in 0 $WAITERS; do
+  spawn "wait$w" "$N"
+  line=$("$BENCH" drain-wait "$DSN" "wait$w" "$C" "$N" "$w")
+  rate=$(field "$line" tasks_per_s)
+  say "pool c$C, $w waiters: $rate tasks/s ($(field "$line" seconds) s, $(field "$line" waits) waits done in $(field "$line" wait_seconds) s): / raw b100 $(ratio "$rate" "$raw100"), / raw b10 $(ratio "$rate" "$raw10")"
+  q -c "VACUUM (ANALYZE) docket.runs, docket.tasks, bench.raw_jobs"
+done
