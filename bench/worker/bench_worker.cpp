@@ -71,6 +71,7 @@ docket::WorkerPoolOptions pool_options(const std::string& dsn, const std::string
   options.concurrency = concurrency;
   options.batch_size = env_int("BENCH_POOL_BATCH", 10);
   options.prefetch = env_int("BENCH_POOL_PREFETCH", options.prefetch);
+  options.claim_connections = env_int("BENCH_POOL_CLAIMERS", options.claim_connections);
   options.lease = 60s;
   options.logger = docket::stderr_logger(docket::LogLevel::warning);
   return options;

@@ -44,12 +44,53 @@ Poller::~Poller() {
 
 void Poller::start() {
   thread_ = std::thread([this] { run(); });
+  if (pool_->options.claim_connections > 1) assistant_ = std::thread([this] { assist(); });
 }
 
 void Poller::stop() {
   stopping_.store(true);
   pool_->poller_wake.signal();
+  pool_->nudge();
   if (thread_.joinable()) thread_.join();
+  if (assistant_.joinable()) assistant_.join();
+}
+
+int Poller::refill_at() const {
+  const WorkerPoolOptions& options = pool_->options;
+  return std::max(1, std::min(options.batch_size, options.concurrency + options.prefetch) / 2);
+}
+
+void Poller::assist() {
+  const WorkerPoolOptions& options = pool_->options;
+  const int capacity_max = options.concurrency + options.prefetch;
+  std::unique_ptr<pqxx::connection> connection;
+  std::chrono::milliseconds backoff = kFirstBackoff;
+  while (!stopping_.load()) {
+    const bool ready = pool_->wait_until(Clock::now() + options.poll_interval, [&] {
+      return stopping_.load() || (busy_.load() && capacity_max - pool_->active() >= refill_at());
+    });
+    if (stopping_.load() || !ready) continue;
+    const int reserved = pool_->reserve_slots(options.batch_size, capacity_max);
+    if (reserved == 0) continue;
+    try {
+      if (!connection) {
+        connection = connect(options.conninfo);
+        connection->set_variable("application_name", "'docket_claimer'");
+        if (options.claim_async_commit) connection->set_variable("synchronous_commit", "off");
+      }
+      if (claim(*connection, reserved) < reserved) busy_.store(false);
+      backoff = kFirstBackoff;
+    } catch (const std::exception& e) {
+      // claim() gave the reserved slots back; the poller claims alone meanwhile.
+      pool_->log(LogLevel::warning, "claimer of queue " + options.queue + ": " + e.what() +
+                                        "; reconnecting in " + std::to_string(backoff.count()) +
+                                        " ms");
+      connection.reset();
+      const Clock::time_point until = Clock::now() + backoff;
+      pool_->wait_until(until, [&] { return stopping_.load(); });
+      backoff = std::min(backoff * 2, kMaxBackoff);
+    }
+  }
 }
 
 void Poller::run() {
@@ -78,6 +119,8 @@ void Poller::serve(bool& claimed) {
   const WorkerPoolOptions& options = pool_->options;
   if (!connection_) connection_ = connect(options.conninfo);
   connection_->set_variable("application_name", "'docket_poller'");
+  // WorkerPoolOptions::claim_async_commit: a claim needs no flush of its own.
+  if (options.claim_async_commit) connection_->set_variable("synchronous_commit", "off");
   std::unique_ptr<DueReceiver> receiver;
   if (options.listen) receiver = std::make_unique<DueReceiver>(*connection_, options.queue, due_);
   // The runners outlive a poller: capacity comes from those still holding a slot.
@@ -87,7 +130,7 @@ void Poller::serve(bool& claimed) {
   const int capacity_max = options.concurrency + options.prefetch;
   // A freed slot alone does not make a claim worth it while work is queued:
   // wait until half a batch can be claimed (or the queue ran dry).
-  const int refill_at = std::max(1, std::min(options.batch_size, capacity_max) / 2);
+  const int refill = refill_at();
   bool claim_now = true;
   Clock::time_point last_poll = Clock::now();
   Clock::time_point window_end = Clock::time_point::min();  // of the last NOTIFY's debounce
@@ -97,15 +140,16 @@ void Poller::serve(bool& claimed) {
     if (claim_now) {
       claim_now = false;
       last_poll = Clock::now();
-      const int capacity = capacity_max - pool_->active();
-      if (capacity > 0) {
-        const int limit = std::min(options.batch_size, capacity);
-        const int got = claim(limit);
+      const int limit = pool_->reserve_slots(options.batch_size, capacity_max);
+      if (limit > 0) {
+        const int got = claim(*connection_, limit);
         claimed = true;
-        if (got == limit) {  // a full batch: there is probably more
+        if (got == limit) {                           // a full batch: there is probably more
+          if (!busy_.exchange(true)) pool_->nudge();  // the assistant claims too
           claim_now = true;
           continue;
         }
+        busy_.store(false);
       }
     }
     connection_->get_notifs();  // includes what arrived during the claim
@@ -143,7 +187,7 @@ void Poller::serve(bool& claimed) {
         break;
       case Woken::pipe: {  // a slot was freed: refill
         const int free = capacity_max - pool_->active();
-        if (free >= refill_at || (free > 0 && pool_->local.size() == 0)) claim_now = true;
+        if (free >= refill || (free > 0 && pool_->local.size() == 0)) claim_now = true;
         break;
       }
       case Woken::socket:  // a notification (or a broken connection): read it above
@@ -154,25 +198,31 @@ void Poller::serve(bool& claimed) {
   receiver.reset();
 }
 
-int Poller::claim(int limit) {
+int Poller::claim(pqxx::connection& connection, int reserved) {
   const WorkerPoolOptions& options = pool_->options;
   const Clock::time_point started = Clock::now();
-  std::vector<sql::ClaimedTask> tasks =
-      autocommit(*connection_, true, [&](pqxx::transaction_base& tx) {
-        return sql::claim_tasks(tx, options.queue, limit, options.lease.count(),
-                                options.max_claim_attempts);
-      });
+  std::vector<sql::ClaimedTask> tasks;
+  try {
+    tasks = autocommit(connection, true, [&](pqxx::transaction_base& tx) {
+      return sql::claim_tasks(tx, options.queue, reserved, options.lease.count(),
+                              options.max_claim_attempts);
+    });
+  } catch (...) {
+    pool_->unreserve_slots(reserved);
+    throw;
+  }
   const auto micros =
       std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started).count();
   pool_->counters.claim_calls.fetch_add(1);
   pool_->counters.claim_micros.fetch_add(static_cast<std::uint64_t>(micros));
   const Clock::time_point claimed_at = started;  // the lease began no earlier
+  const int got = static_cast<int>(tasks.size());
+  pool_->unreserve_slots(reserved - got);
   for (sql::ClaimedTask& task : tasks) {
-    pool_->take_slot();
     pool_->counters.claimed.fetch_add(1);
     pool_->local.push(QueuedClaim{std::move(task), claimed_at});
   }
-  return static_cast<int>(tasks.size());
+  return got;
 }
 
 Clock::time_point Poller::release_stale_claims() {

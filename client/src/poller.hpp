@@ -6,7 +6,10 @@
 // covers the producer's debounce window (docket.notify_interval_ms, during
 // which that producer's further spawns send none): it claims every
 // debounce_poll_interval inside the window and once more at its end (the
-// trailing edge). A claim that waited in the
+// trailing edge). While claims come back full (a backlog), an assistant thread
+// with its own connection claims too (WorkerPoolOptions::claim_connections
+// = 2), so two claims run on the server at once; slots are reserved before a
+// claim, so together they never exceed the capacity. A claim that waited in the
 // local queue for half the lease is released (handed back to the database). It
 // owns one connection; when that breaks it reconnects with backoff.
 // The active count belongs to the pool, so a restarted poller starts from the
@@ -55,8 +58,13 @@ class Poller {
   // One incarnation: connect, listen, claim and wait until stopped or broken
   // (throws). `claimed` tells whether a claim succeeded before it broke.
   void serve(bool& claimed);
-  // Claims at most `limit` tasks into the local queue; returns how many.
-  int claim(int limit);
+  // Claims `reserved` tasks at most (slots already reserved) on `connection`
+  // into the local queue, gives back the slots it did not fill; returns how many.
+  int claim(pqxx::connection& connection, int reserved);
+  // The assistant claimer's thread: claims while busy_ and capacity allow.
+  void assist();
+  // The refill threshold: half a batch (or the capacity), at least 1.
+  int refill_at() const;
   // Releases queued claims older than half the lease; returns when the next one
   // reaches that age (time_point::max() when none is queued).
   Clock::time_point release_stale_claims();
@@ -68,7 +76,10 @@ class Poller {
   std::unique_ptr<pqxx::connection> connection_;  // poller thread only
   std::atomic<bool> stopping_{false};
   bool due_ = false;  // a NOTIFY for our queue arrived (poller thread only)
+  // The last claim came back full: there is a backlog, the assistant claims too.
+  std::atomic<bool> busy_{false};
   std::thread thread_;
+  std::thread assistant_;
 };
 
 }  // namespace docket::detail

@@ -201,6 +201,26 @@ void PoolShared::free_slot() noexcept {
   poller_wake.signal();
 }
 
+int PoolShared::reserve_slots(int wanted, int capacity) noexcept {
+  int active = active_.load();
+  for (;;) {
+    const int take = std::min(wanted, capacity - active);
+    if (take <= 0) return 0;
+    if (active_.compare_exchange_weak(active, active + take)) return take;
+  }
+}
+
+void PoolShared::unreserve_slots(int count) noexcept {
+  if (count <= 0) return;
+  active_.fetch_sub(count);
+  nudge();
+}
+
+void PoolShared::nudge() noexcept {
+  { const std::lock_guard<std::mutex> lock(mutex_); }
+  changed_.notify_all();
+}
+
 void PoolShared::runner_finished() noexcept {
   { const std::lock_guard<std::mutex> lock(mutex_); }
   changed_.notify_all();

@@ -158,7 +158,13 @@ class PoolShared {
   int running() const noexcept { return running_.load(); }
   void runner_started() noexcept { running_.fetch_add(1); }
   void runner_stopped() noexcept { running_.fetch_sub(1); }
-  void take_slot() noexcept { active_.fetch_add(1); }
+  // Claimers reserve the slots of a claim before making it and give back the
+  // slots it did not fill, so two claimers never hold more than the capacity.
+  // reserve_slots returns how many it reserved: min(wanted, capacity - active).
+  int reserve_slots(int wanted, int capacity) noexcept;
+  void unreserve_slots(int count) noexcept;
+  // Wakes wait_until callers (a condition their predicate reads has changed).
+  void nudge() noexcept;
   // A runner gave its slot back: wake the poller (immediate refill) and stop().
   void free_slot() noexcept;
   // A runner thread is about to return.

@@ -20,6 +20,7 @@
 #include "docket/sql.hpp"
 #include "docket/worker_pool.hpp"
 #include "flusher.hpp"
+#include "pool_shared.hpp"
 #include "test_db.hpp"
 
 namespace docket {
@@ -38,10 +39,10 @@ class GroupCommitTest : public ::testing::Test {
     client_ = std::make_unique<Client>(*connection_);
   }
 
-  std::string spawn(const std::string& task_name = "t") {
+  std::string spawn(const std::string& task_name = "t", const Json& params = Json::object()) {
     SpawnOptions o;
     o.queue = queue_;
-    return client_->spawn(task_name, Json::object(), o).run_id;
+    return client_->spawn(task_name, params, o).run_id;
   }
 
   std::vector<sql::ClaimedTask> claim(int limit) {
@@ -56,6 +57,10 @@ class GroupCommitTest : public ::testing::Test {
   std::string state(const std::string& run_id) {
     const std::optional<Json> r = client_->task_result("system", run_id);
     return r ? r->value("state", std::string("?")) : "?";
+  }
+
+  Json result(const std::string& run_id) {
+    return client_->task_result("system", run_id).value_or(Json());
   }
 
   // A flusher that waits (up to a minute) until `producers` items are queued,
@@ -457,6 +462,81 @@ TEST_F(GroupCommitTest, ConnectionCountDoesNotGrowWithConcurrency) {
   // poller + flusher + runner_connections (the watchdog released nothing).
   EXPECT_LE(peak->load(), 2 + o.runner_connections);
   EXPECT_GE(peak->load(), 1);
+}
+
+// Two claimers reserve their slots before claiming: whatever the interleaving,
+// the claims held never exceed the capacity, and what is given back is free.
+TEST(ClaimSlots, ConcurrentReservationsNeverExceedTheCapacity) {
+  WorkerPoolOptions o;
+  o.logger = null_logger();
+  detail::PoolShared pool(TaskCatalog::Builder().build(), o);
+  constexpr int kCapacity = 7;
+  std::atomic<int> peak{0};
+  auto claimer = [&] {
+    for (int i = 0; i < 20000; ++i) {
+      const int got = pool.reserve_slots(3, kCapacity);
+      const int now = pool.active();
+      int seen = peak.load();
+      while (now > seen && !peak.compare_exchange_weak(seen, now)) {
+      }
+      pool.unreserve_slots(got);
+    }
+  };
+  std::thread a(claimer);
+  std::thread b(claimer);
+  std::thread c(claimer);
+  a.join();
+  b.join();
+  c.join();
+  EXPECT_LE(peak.load(), kCapacity);
+  EXPECT_EQ(pool.active(), 0);
+  EXPECT_EQ(pool.reserve_slots(10, kCapacity), kCapacity);
+  EXPECT_EQ(pool.reserve_slots(1, kCapacity), 0);
+  pool.unreserve_slots(kCapacity);
+}
+
+// With a second claimer, a backlog is drained exactly once, and while every
+// runner is blocked the pool holds exactly concurrency + prefetch claims.
+TEST_F(GroupCommitTest, TwoClaimersHoldNoMoreThanTheCapacity) {
+  auto release = std::make_shared<std::atomic<bool>>(false);
+  auto runs_seen = std::make_shared<std::atomic<int>>(0);
+  TaskCatalog catalog = TaskCatalog::Builder()
+                            .add("t",
+                                 [release, runs_seen](Context&, const Json& params) -> Json {
+                                   ++*runs_seen;
+                                   while (!release->load()) std::this_thread::sleep_for(2ms);
+                                   return params.at("i");
+                                 })
+                            .build();
+  constexpr int kTasks = 60;
+  std::vector<std::string> runs;
+  for (int i = 0; i < kTasks; ++i) runs.push_back(spawn("t", Json{{"i", i}}));
+  WorkerPoolOptions o = pool_options(queue_);
+  o.concurrency = 2;
+  o.prefetch = 4;
+  o.batch_size = 3;
+  o.claim_connections = 2;
+  WorkerPool pool(catalog, o);
+  pool.start();
+  ASSERT_TRUE(eventually([&] { return runs_seen->load() == 2 && pool.counters().claimed == 6; }));
+  // Full: both claimers wait for a slot; the database agrees.
+  EXPECT_EQ(scalar("SELECT count(*) FROM docket.runs WHERE queue = '" + queue_ +
+                   "' AND claim_token IS NOT NULL"),
+            "6");
+  EXPECT_EQ(pool.counters().active, 6u);
+  release->store(true);
+  ASSERT_TRUE(eventually([&] {
+    for (const std::string& run_id : runs)
+      if (state(run_id) != "completed") return false;
+    return true;
+  }));
+  pool.stop();
+  const PoolCounters c = pool.counters();
+  EXPECT_EQ(c.completed, static_cast<std::uint64_t>(kTasks));
+  EXPECT_EQ(c.claimed, static_cast<std::uint64_t>(kTasks));  // none twice
+  EXPECT_EQ(c.active, 0u);
+  EXPECT_EQ(runs_seen->load(), kTasks);
+  for (int i = 0; i < kTasks; ++i) EXPECT_EQ(result(runs[i])["result"], i);
 }
 
 }  // namespace

@@ -8,9 +8,10 @@
 // the pool only carries the decisions out.
 //
 // Connections (fixed, whatever the concurrency): 1 poller (LISTEN, claims,
-// releases of prefetched claims), 1 flusher, at most runner_connections shared
-// by the runners for their other calls, and 1 the watchdog opens when it first
-// has to release a stuck runner's claim: at most runner_connections + 3.
+// releases of prefetched claims), 1 more claimer while there is a backlog
+// (claim_connections = 2), 1 flusher, at most runner_connections shared by the
+// runners for their other calls, and 1 the watchdog opens when it first has to
+// release a stuck runner's claim: at most runner_connections + claim_connections + 2.
 #pragma once
 
 #include <chrono>
@@ -54,6 +55,18 @@ struct WorkerPoolOptions {
   // server crash can then lose steps and completions the runners were told were
   // stored (the tasks re-run); only for throwaway workloads.
   bool flush_async_commit = false;
+  // Claims, and hand-backs of prefetched claims, commit with synchronous_commit
+  // = off: the poller does not wait for their WAL flush. Durability is not
+  // lowered: a claim a server crash loses leaves the run due, exactly as if
+  // this worker had crashed (the task runs again: at-least-once, as always),
+  // and the durable commit of the task's first step or completion flushes its
+  // claim first. false: each claim waits for its own flush.
+  bool claim_async_commit = true;
+  // Connections that claim: 1, the poller claims alone. 2: while claims come
+  // back full (a backlog), a second connection claims beside the poller's, so
+  // claiming is not one serial pipeline; the two never hold more than
+  // concurrency + prefetch claims together.
+  int claim_connections = 1;
   // Connections the runners share for calls that are not group-committed.
   int runner_connections = 2;
   std::shared_ptr<Logger> logger;  // default: stderr, info
