@@ -26,9 +26,10 @@
 //       statement and completing each job in its own statement, until none is left.
 //
 // Each mode prints one line of key=value figures on stdout. drain and
-// drain-steps read two optional knobs from the environment: BENCH_POOL_BATCH
-// (WorkerPoolOptions::batch_size, default 10) and BENCH_POOL_PREFETCH
-// (WorkerPoolOptions::prefetch, default the pool's).
+// drain-steps read optional knobs from the environment: BENCH_POOL_BATCH
+// (WorkerPoolOptions::batch_size, default 10), BENCH_POOL_PREFETCH
+// (WorkerPoolOptions::prefetch, default the pool's) and BENCH_POOL_CLAIMERS
+// (WorkerPoolOptions::claim_connections, default the pool's).
 #include <algorithm>
 #include <atomic>
 #include <chrono>

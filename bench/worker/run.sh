@@ -4,7 +4,8 @@
 # same cluster in the same run. See bench/README.md ("## bench/worker").
 #   bash bench/worker/run.sh            (about 6-8 minutes on 2 cores at the defaults)
 #   a) drain: BENCH_TASKS pre-spawned no-op tasks at each concurrency in
-#      BENCH_CONCURRENCY (bench_worker drain), against the raw two-commit loop
+#      BENCH_CONCURRENCY (bench_worker drain: the pool's defaults, then claims of
+#      up to 100 with one and with two claiming connections), against the raw two-commit loop
 #      (raw_two_commit.pgbench: one statement claims up to BATCH jobs with SKIP
 #      LOCKED and commits, one statement marks them done fenced on their tokens and
 #      commits) over as many jobs with as many pgbench clients, at batch 100 and 10.
@@ -168,6 +169,21 @@ for c in $CONCURRENCY; do
   result "worker.pool.c$c" "${rate[pool.$c]}"
   [ "$EXTRA" = 1 ] && row "$c" "SQL only: pgbench claim_tasks(10)+complete_task" "${rate[sql.$c]}" "$SQL_SECONDS"
 
+  # The pool configured like the raw loop at batch 100: claims of up to 100
+  # (batch_size 100, prefetch 100 - c, at least 10), with one and with two
+  # claiming connections (claim_connections).
+  for claimers in 1 2; do
+    spawn "$queue" "$N"
+    prefetch=$((100 - c))
+    [ "$prefetch" -ge 10 ] || prefetch=10
+    line=$(BENCH_POOL_BATCH=100 BENCH_POOL_PREFETCH=$prefetch BENCH_POOL_CLAIMERS=$claimers \
+      "$BENCH" drain "$DSN" "$queue" "$c" "$N")
+    rate[pool100x$claimers.$c]=$(field "$line" tasks_per_s)
+    row "$c" "WorkerPool, batch 100, prefetch $prefetch, $claimers claimer(s)" \
+      "${rate[pool100x$claimers.$c]}" "$(field "$line" seconds)"
+    result "worker.pool_b100x$claimers.c$c" "${rate[pool100x$claimers.$c]}"
+  done
+
   for batch in 100 10; do
     raw_loop "$c" "$batch"
     rate[raw$batch.$c]=$raw_rate
@@ -234,6 +250,7 @@ fi
 say ""
 say "ratios (targets: drain >= 0.8x raw batch 100; steps >= 0.3x raw batch 100; wake p50 < 2 ms, p99 < 8 ms)"
 for c in $CONCURRENCY; do
+  say "  drain c$c, batch 100: pool / raw b100 $(ratio "${rate[pool100x1.$c]}" "${rate[raw100.$c]}"), with 2 claimers $(ratio "${rate[pool100x2.$c]}" "${rate[raw100.$c]}")"
   say "  drain c$c: pool / raw b100 $(ratio "${rate[pool.$c]}" "${rate[raw100.$c]}"), pool / raw b10 $(ratio "${rate[pool.$c]}" "${rate[raw10.$c]}")$(
     [ "$EXTRA" = 1 ] && echo ", pool / SQL only $(ratio "${rate[pool.$c]}" "${rate[sql.$c]}"), pool / C++ raw loop $(ratio "${rate[pool.$c]}" "${rate[rawcpp.$c]}")")"
 done
