@@ -54,6 +54,12 @@ class GroupCommitTest : public ::testing::Test {
 
   std::string scalar(const std::string& sql) { return test::scalar(*connection_, sql); }
 
+  // Runs of this test's queue that are claimed now, as the database sees it.
+  std::string claimed_rows() {
+    return scalar("SELECT count(*) FROM docket.runs WHERE queue = '" + queue_ +
+                  "' AND claim_token IS NOT NULL");
+  }
+
   std::string state(const std::string& run_id) {
     const std::optional<Json> r = client_->task_result("system", run_id);
     return r ? r->value("state", std::string("?")) : "?";
@@ -316,6 +322,17 @@ WorkerPoolOptions pool_options(const std::string& queue) {
   return o;
 }
 
+// A pool of `queue` holding up to concurrency + prefetch claims, claimed
+// batch_size at a time.
+WorkerPoolOptions small_pool(const std::string& queue, int concurrency, int prefetch,
+                             int batch_size) {
+  WorkerPoolOptions o = pool_options(queue);
+  o.concurrency = concurrency;
+  o.prefetch = prefetch;
+  o.batch_size = batch_size;
+  return o;
+}
+
 TEST_F(GroupCommitTest, CancellationBetweenStepsUnwindsTheRunner) {
   auto started = std::make_shared<std::atomic<int>>(0);
   auto unwound = std::make_shared<std::atomic<int>>(0);
@@ -367,25 +384,18 @@ TEST_F(GroupCommitTest, PrefetchedClaimsAreReleasedAtShutdown) {
                             .build();
   std::vector<std::string> runs;
   for (int i = 0; i < 4; ++i) runs.push_back(spawn("hold"));
-  WorkerPoolOptions o = pool_options(queue_);
-  o.concurrency = 1;
-  o.prefetch = 3;
-  o.batch_size = 4;
+  WorkerPoolOptions o = small_pool(queue_, 1, 3, 4);
   WorkerPool pool(catalog, o);
   pool.start();
   ASSERT_TRUE(eventually([&] { return started->load() == 1 && pool.counters().claimed == 4; }));
-  EXPECT_EQ(scalar("SELECT count(*) FROM docket.runs WHERE queue = '" + queue_ +
-                   "' AND claim_token IS NOT NULL"),
-            "4");
+  EXPECT_EQ(claimed_rows(), "4");
   pool.stop();
   const PoolCounters c = pool.counters();
   EXPECT_EQ(started->load(), 1);
   EXPECT_EQ(c.released, 3u);   // the prefetched ones, never started
   EXPECT_EQ(c.abandoned, 1u);  // the running one, past the (zero) grace period
   EXPECT_EQ(c.active, 0u);
-  EXPECT_EQ(scalar("SELECT count(*) FROM docket.runs WHERE queue = '" + queue_ +
-                   "' AND claim_token IS NOT NULL"),
-            "0");
+  EXPECT_EQ(claimed_rows(), "0");
   for (const std::string& run_id : runs) EXPECT_EQ(state(run_id), "pending");
 }
 
@@ -406,10 +416,7 @@ TEST_F(GroupCommitTest, PrefetchedClaimsAreNotHeldPastHalfTheLease) {
                             .build();
   std::vector<std::string> runs;
   for (int i = 0; i < 3; ++i) runs.push_back(spawn("t"));
-  WorkerPoolOptions o = pool_options(queue_);
-  o.concurrency = 1;
-  o.prefetch = 2;
-  o.batch_size = 3;
+  WorkerPoolOptions o = small_pool(queue_, 1, 2, 3);
   o.lease = 1000ms;
   o.shutdown_grace = 10s;
   WorkerPool pool(catalog, o);
@@ -511,18 +518,13 @@ TEST_F(GroupCommitTest, TwoClaimersHoldNoMoreThanTheCapacity) {
   constexpr int kTasks = 60;
   std::vector<std::string> runs;
   for (int i = 0; i < kTasks; ++i) runs.push_back(spawn("t", Json{{"i", i}}));
-  WorkerPoolOptions o = pool_options(queue_);
-  o.concurrency = 2;
-  o.prefetch = 4;
-  o.batch_size = 3;
+  WorkerPoolOptions o = small_pool(queue_, 2, 4, 3);
   o.claim_connections = 2;
   WorkerPool pool(catalog, o);
   pool.start();
   ASSERT_TRUE(eventually([&] { return runs_seen->load() == 2 && pool.counters().claimed == 6; }));
   // Full: both claimers wait for a slot; the database agrees.
-  EXPECT_EQ(scalar("SELECT count(*) FROM docket.runs WHERE queue = '" + queue_ +
-                   "' AND claim_token IS NOT NULL"),
-            "6");
+  EXPECT_EQ(claimed_rows(), "6");
   EXPECT_EQ(pool.counters().active, 6u);
   release->store(true);
   ASSERT_TRUE(eventually([&] {
