@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "docket/errors.hpp"
+
 namespace docket::detail {
 
 namespace {
@@ -136,7 +138,9 @@ void Poller::serve(bool& claimed) {
   Clock::time_point window_end = Clock::time_point::min();  // of the last NOTIFY's debounce
   while (!stopping_.load()) {
     host_.reap();
-    const Clock::time_point release_at = release_stale_claims();
+    // The next time the loop must wake for its own timers: a queued claim's
+    // hand-back, the next firing of schedules.
+    const Clock::time_point timer_at = std::min(release_stale_claims(), fire_schedules());
     if (claim_now) {
       claim_now = false;
       last_poll = Clock::now();
@@ -178,8 +182,8 @@ void Poller::serve(bool& claimed) {
       continue;
     }
     Clock::duration until_next = next_claim - now;
-    if (release_at != Clock::time_point::max()) {
-      until_next = std::min(until_next, std::max(Clock::duration::zero(), release_at - now));
+    if (timer_at != Clock::time_point::max()) {
+      until_next = std::min(until_next, std::max(Clock::duration::zero(), timer_at - now));
     }
     const auto timeout = std::chrono::ceil<std::chrono::microseconds>(until_next);
     switch (wait(connection_->sock(), timeout)) {
@@ -223,6 +227,32 @@ int Poller::claim(pqxx::connection& connection, int reserved) {
     pool_->local.push(QueuedClaim{std::move(task), claimed_at});
   }
   return got;
+}
+
+Clock::time_point Poller::fire_schedules() {
+  const WorkerPoolOptions& options = pool_->options;
+  if (!options.fire_schedules) return Clock::time_point::max();
+  const Clock::time_point now = Clock::now();
+  if (now < next_fire_) return next_fire_;
+  next_fire_ = now + options.schedule_interval;
+  try {
+    const int fired = autocommit(
+        *connection_, true, [](pqxx::transaction_base& tx) { return sql::fire_schedules(tx); });
+    if (fired > 0) {
+      pool_->counters.fired.fetch_add(static_cast<std::uint64_t>(fired));
+      pool_->log(LogLevel::debug, "poller of queue " + options.queue + " fired " +
+                                      std::to_string(fired) + " schedule(s)");
+    }
+  } catch (const Ambiguous&) {
+    throw;  // the connection broke: reconnect (the firing committed or not; a tick spawns once)
+  } catch (const ConnectionLost&) {
+    throw;
+  } catch (const std::exception& e) {
+    // Say a role without the grants: claiming goes on; try again next interval.
+    pool_->log(LogLevel::warning,
+               "poller of queue " + options.queue + ": firing schedules failed: " + e.what());
+  }
+  return next_fire_;
 }
 
 Clock::time_point Poller::release_stale_claims() {

@@ -9,9 +9,11 @@
 // trailing edge). While claims come back full (a backlog), an assistant thread
 // with its own connection claims too (WorkerPoolOptions::claim_connections
 // = 2), so two claims run on the server at once; slots are reserved before a
-// claim, so together they never exceed the capacity. A claim that waited in the
-// local queue for half the lease is released (handed back to the database). It
-// owns one connection; when that breaks it reconnects with backoff.
+// claim, so together they never exceed the capacity. The poller also fires the
+// due schedules (docket.fire_schedules) at most once per schedule_interval. A
+// claim that waited in the local queue for half the lease is released (handed
+// back to the database). It owns one connection; when that breaks it reconnects
+// with backoff.
 // The active count belongs to the pool, so a restarted poller starts from the
 // runners still alive.
 #pragma once
@@ -65,6 +67,10 @@ class Poller {
   void assist();
   // The refill threshold: half a batch (or the capacity), at least 1.
   int refill_at() const;
+  // Fires the due schedules when schedule_interval has passed since the last
+  // time; returns when to fire next (time_point::max() when disabled). A
+  // failure other than a lost connection is logged, not thrown.
+  Clock::time_point fire_schedules();
   // Releases queued claims older than half the lease; returns when the next one
   // reaches that age (time_point::max() when none is queued).
   Clock::time_point release_stale_claims();
@@ -78,6 +84,7 @@ class Poller {
   bool due_ = false;  // a NOTIFY for our queue arrived (poller thread only)
   // The last claim came back full: there is a backlog, the assistant claims too.
   std::atomic<bool> busy_{false};
+  Clock::time_point next_fire_ = Clock::time_point::min();  // poller thread only
   std::thread thread_;
   std::thread assistant_;
 };

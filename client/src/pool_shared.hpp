@@ -39,6 +39,7 @@ struct AtomicCounters {
   std::atomic<std::uint64_t> claim_calls{0};
   std::atomic<std::uint64_t> claim_micros{0};
   std::atomic<std::uint64_t> released{0};
+  std::atomic<std::uint64_t> fired{0};
 };
 
 // A self-pipe: other threads wake the poller, which poll()s it next to its socket.

@@ -50,6 +50,7 @@ constexpr StatementText kStatements[] = {
      "   FILTER (WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL"
      "   AND wake_at <= docket.now()))))::text"
      " FROM docket.runs GROUP BY queue ORDER BY queue"},
+    {"docket_fire_schedules", "SELECT docket.fire_schedules()"},
     {"docket_claim_tasks",
      "SELECT run_id, claim_token::text, task_name, params::text, headers::text, attempt, "
      "checkpoint_seq, wake_reason, steps::text FROM docket.claim_tasks($1, $2::int, $3::bigint, "
@@ -260,6 +261,10 @@ std::vector<Json> queue_stats(pqxx::transaction_base& tx) {
   for (const pqxx::row& row : tx.exec_prepared("docket_queue_stats"))
     out.push_back(parse_json(row[0]));
   return out;
+}
+
+int fire_schedules(pqxx::transaction_base& tx) {
+  return tx.exec_prepared1("docket_fire_schedules")[0].as<int>();
 }
 
 std::vector<ClaimedTask> claim_tasks(pqxx::transaction_base& tx, const std::string& queue,

@@ -329,6 +329,7 @@ PoolCounters WorkerPool::Impl::counters() const {
   out.lost = c.lost.load();
   out.stuck = c.stuck.load();
   out.released = c.released.load();
+  out.fired = c.fired.load();
   out.active = static_cast<std::uint64_t>(std::max(0, shared_->active()));
   const std::uint64_t calls = c.claim_calls.load();
   out.claim_latency_ms =

@@ -70,6 +70,8 @@ Json retry_poisoned_run(pqxx::transaction_base& tx, const std::string& scope,
 std::vector<Json> poisoned_runs(pqxx::transaction_base& tx, int limit);
 // Per queue: counts by state and the age of the oldest due run.
 std::vector<Json> queue_stats(pqxx::transaction_base& tx);
+// Spawns one task per due schedule (docket.fire_schedules); returns how many fired.
+int fire_schedules(pqxx::transaction_base& tx);
 
 // --- worker -----------------------------------------------------------------
 struct ClaimedTask {

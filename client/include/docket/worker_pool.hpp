@@ -69,6 +69,12 @@ struct WorkerPoolOptions {
   int claim_connections = 1;
   // Connections the runners share for calls that are not group-committed.
   int runner_connections = 2;
+  // Periodic tasks (docs/tasks.md "Periodic tasks"): the poller calls
+  // docket.fire_schedules() at most once per schedule_interval (at once when it
+  // starts), for every schedule of every queue; each tick spawns one task
+  // however many pools fire. false: leave it to pg_cron or another scheduler.
+  bool fire_schedules = true;
+  std::chrono::milliseconds schedule_interval{1000};
   std::shared_ptr<Logger> logger;  // default: stderr, info
 };
 
@@ -83,6 +89,7 @@ struct PoolCounters {
   std::uint64_t lost = 0;       // claims lost (DK001) or outcomes Ambiguous
   std::uint64_t stuck = 0;      // runners stopped by the watchdog (threads still blocked)
   std::uint64_t released = 0;   // prefetched claims handed back unstarted (half lease, shutdown)
+  std::uint64_t fired = 0;      // schedule ticks this pool's poller fired (tasks spawned)
   std::uint64_t active = 0;     // claims held now (running or queued locally)
   double claim_latency_ms = 0;  // mean duration of a claim call
 };
