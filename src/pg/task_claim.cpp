@@ -75,6 +75,13 @@ struct Lease {
   bool nulls[o_columns];
 };
 
+// The demand-1 preference between ready and expired work, alternated across
+// this backend's consecutive claims of one task, as seed 000's dispatchers
+// alternate it across polls: a worker's long-lived connection then reclaims
+// expired work at least every other poll, however much ready work is older.
+// Operational state only: kept in memory, lost with the session.
+bool prefer_expired_next = false;
+
 Datum claim_tasks(FunctionCallInfo fcinfo) {
   require(fcinfo, 0, "queue");
   ClaimRequest request;
@@ -86,6 +93,10 @@ Datum claim_tasks(FunctionCallInfo fcinfo) {
   request.queue = text_value(PG_GETARG_DATUM(0));
   validate_queue(*request.queue);
   request.task_facts = true;
+  if (request.policy.limit == 1) {
+    request.policy.preference = prefer_expired_next ? ClaimClass::expired : ClaimClass::ready;
+    prefer_expired_next = !prefer_expired_next;
+  }
   const Micros now = request.policy.now;
 
   call([&] { InitMaterializedSRF(fcinfo, 0); });

@@ -3,7 +3,7 @@
 -- tasks, and the deadlines enforced on the claim path (cancel_after_ms,
 -- max_duration_ms). Times are in 2040, passed as `now` and set as docket.fake_now.
 BEGIN;
-SELECT plan(108);
+SELECT plan(111);
 
 CREATE FUNCTION pg_temp.t(s double precision) RETURNS timestamptz
   LANGUAGE sql IMMUTABLE AS $$ SELECT '2040-01-01 00:00:00+00'::timestamptz + make_interval(secs => s) $$;
@@ -365,6 +365,21 @@ SELECT pg_temp.spawn('md-rec', 'qmd-rec', '{"max_duration_ms": 5000}');
 SELECT is(pg_temp.claim('qmd-rec', 1200, lease => 1000), 'md-rec:new', 'a task with max_duration_ms 5 s starts');
 SELECT is(pg_temp.claim('qmd-rec', 1206, lease => 1000), '', 'its expired claim, taken after the deadline, is not returned');
 SELECT is(pg_temp.state('md-rec'), 'cancelled', 'the task is cancelled');
+
+-- Claims of one task alternate the preference between ready and expired work
+-- (seed 000's dispatchers): the expired claim of alt-x is eligible at 1300,
+-- after three ready tasks due at 1280, so age order alone would hand out the
+-- ready ones first; one of two consecutive single claims takes alt-x.
+SELECT pg_temp.at(1270);
+SELECT pg_temp.spawn('alt-x', 'qalt');
+SELECT is(pg_temp.claim('qalt', 1270, 1), 'alt-x:new', 'alt-x is claimed and then abandoned by its worker');
+SELECT pg_temp.at(1280);
+SELECT pg_temp.spawn('alt-r' || g, 'qalt') FROM generate_series(1, 3) g;
+CREATE TEMP TABLE alt AS SELECT pg_temp.claim('qalt', 1400, 1) AS got UNION ALL SELECT pg_temp.claim('qalt', 1400, 1);
+SELECT is((SELECT count(*) FROM alt WHERE got = 'alt-x:recovered'), 1::bigint,
+  'under older ready work, one of two consecutive single claims recovers the expired task');
+SELECT is((SELECT count(*) FROM alt WHERE got LIKE 'alt-r_:new'), 1::bigint,
+  'and the other takes the oldest ready task');
 
 SELECT * FROM finish();
 ROLLBACK;
