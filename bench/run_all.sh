@@ -89,7 +89,9 @@ for c in ${BENCH_CONCURRENCY:-10 50}; do
   if [ "$c" = 10 ]; then before="0.08 (890 / 11,358)"; else before=""; fi
   rrow "worker drain c$c, tasks/s / raw b10 jobs/s" worker.pool.c$c worker.raw_b10.c$c "" "$before"
 done
-rrow "3-step tasks c$c_first, tasks/s / raw b100 jobs/s" worker.steps.c$c_first worker.raw_b100.c$c_first ">= 0.3" ""
+for c in ${STEPS_CONCURRENCY:-$c_first 200}; do
+  rrow "3-step tasks c$c, tasks/s / raw b100 (c$c_first) jobs/s" worker.steps.c$c worker.raw_b100.c$c_first ">= 0.3" ""
+done
 rrow "spawn, tasks/s / plain INSERT ... SELECT rows/s$([ -n "$(get spawn.timed_out)" ] && echo ' (timed out: upper bound)')" spawn.docket spawn.plain ">= 0.3" "0.18"
 rrow "claim_due+commit b10 / raw loop b10, runs/s" claim.docket.b10 claim.raw.b10 ">= 0.9" "0.74"
 rrow "claim latency in a drain, $(size "${DRAIN_LARGE:-1000000}") / $(size "${DRAIN_SMALL:-10000}") rows (ms)" claim.drain.large_ms claim.drain.small_ms "<= 1.3" "0.91 (after VACUUM)"

@@ -10,8 +10,9 @@
 #      LOCKED and commits, one statement marks them done fenced on their tokens and
 #      commits) over as many jobs with as many pgbench clients, at batch 100 and 10.
 #   b) steps: STEPS_TASKS tasks of STEPS checkpointed steps each (bench_worker
-#      drain-steps) at the first concurrency of BENCH_CONCURRENCY, against the raw
-#      loop at batch 100 of a).
+#      drain-steps) at each concurrency of STEPS_CONCURRENCY (default: the first
+#      of BENCH_CONCURRENCY, and 200), against the raw loop at batch 100 of a) at
+#      the first concurrency of BENCH_CONCURRENCY.
 #   c) wake-to-start latency with the default pool settings (bench_worker wake):
 #      a trickle (WAKE_COUNT tasks, one per transaction every WAKE_INTERVAL_MS) and
 #      bursts (WAKE_COUNT tasks in transactions of WAKE_BURST every WAKE_BURST_MS).
@@ -20,8 +21,10 @@
 #      concurrency, and the latency mode with explicit settings (NOTIFY on with
 #      docket.notify_interval_ms 0 and default, NOTIFY off).
 # Knobs (environment): BENCH_PORT (54352), BENCH_TASKS (100000), BENCH_CONCURRENCY
-# ("10 50"), STEPS_TASKS (20000), STEPS (3), WAKE_COUNT (300), WAKE_INTERVAL_MS (10),
-# WAKE_BURST (10), WAKE_BURST_MS (100), BENCH_EXTRA (0), BENCH_FSYNC (on),
+# ("10 50"), STEPS_TASKS (20000), STEPS (3), STEPS_CONCURRENCY ("10 200"),
+# STEPS_POOL_BATCH (drain-steps' claim batch; 10 below concurrency 100, else 100),
+# WAKE_COUNT (300), WAKE_INTERVAL_MS (10), WAKE_BURST (10), WAKE_BURST_MS (100),
+# BENCH_EXTRA (0), BENCH_FSYNC (on),
 # BENCH_INSTALL (1: make install first), BENCH_BUILD (client/build),
 # BENCH_OUT (/tmp/docket-bench-worker.txt), BENCH_RESULTS (a file to which
 # key=value results are appended, for bench/run_all.sh; default none).
@@ -37,6 +40,7 @@ N=${BENCH_TASKS:-100000}
 CONCURRENCY=${BENCH_CONCURRENCY:-"10 50"}
 STEPS_TASKS=${STEPS_TASKS:-20000}
 STEPS=${STEPS:-3}
+STEPS_CONCURRENCY=${STEPS_CONCURRENCY:-"${CONCURRENCY%% *} 200"}
 WAKE_COUNT=${WAKE_COUNT:-300}
 WAKE_INTERVAL_MS=${WAKE_INTERVAL_MS:-10}
 WAKE_BURST=${WAKE_BURST:-10}
@@ -203,16 +207,20 @@ done
 ###############################################################################
 # b) tasks with checkpointed steps
 ###############################################################################
-c=${CONCURRENCY%% *}
 say ""
-say "steps: $STEPS_TASKS pre-spawned tasks of $STEPS checkpointed steps each, concurrency $c"
-spawn steps "$STEPS_TASKS" steps
-line=$("$BENCH" drain-steps "$DSN" steps "$c" "$STEPS_TASKS" "$STEPS")
-rate[steps.$c]=$(field "$line" tasks_per_s)
-row "$c" "WorkerPool, $STEPS steps per task (bench_worker drain-steps)" "${rate[steps.$c]}" "$(field "$line" seconds)"
-row "$c" "  (steps/s)" "$(field "$line" steps_per_s)" ""
-result "worker.steps.c$c" "${rate[steps.$c]}"
-q -c "VACUUM (ANALYZE) docket.runs, docket.tasks, docket.task_steps"
+say "steps: $STEPS_TASKS pre-spawned tasks of $STEPS checkpointed steps each"
+for c in $STEPS_CONCURRENCY; do
+  # The claim batch: 10 (bench_worker's default) below concurrency 100, else
+  # 100: ten runners' worth per claim would make the poller the bottleneck.
+  batch=${STEPS_POOL_BATCH:-$([ "$c" -lt 100 ] && echo 10 || echo 100)}
+  spawn "steps$c" "$STEPS_TASKS" steps
+  line=$(BENCH_POOL_BATCH=$batch "$BENCH" drain-steps "$DSN" "steps$c" "$c" "$STEPS_TASKS" "$STEPS")
+  rate[steps.$c]=$(field "$line" tasks_per_s)
+  row "$c" "WorkerPool, $STEPS steps per task, claim batch $batch (drain-steps)" "${rate[steps.$c]}" "$(field "$line" seconds)"
+  row "$c" "  (steps/s)" "$(field "$line" steps_per_s)" ""
+  result "worker.steps.c$c" "${rate[steps.$c]}"
+  q -c "VACUUM (ANALYZE) docket.runs, docket.tasks, docket.task_steps"
+done
 
 ###############################################################################
 # c) wake-to-start latency, default pool settings
@@ -254,7 +262,9 @@ for c in $CONCURRENCY; do
   say "  drain c$c: pool / raw b100 $(ratio "${rate[pool.$c]}" "${rate[raw100.$c]}"), pool / raw b10 $(ratio "${rate[pool.$c]}" "${rate[raw10.$c]}")$(
     [ "$EXTRA" = 1 ] && echo ", pool / SQL only $(ratio "${rate[pool.$c]}" "${rate[sql.$c]}"), pool / C++ raw loop $(ratio "${rate[pool.$c]}" "${rate[rawcpp.$c]}")")"
 done
-c=${CONCURRENCY%% *}
-say "  steps c$c: pool / raw b100 $(ratio "${rate[steps.$c]}" "${rate[raw100.$c]}")"
+c0=${CONCURRENCY%% *}
+for c in $STEPS_CONCURRENCY; do
+  say "  steps c$c: pool / raw b100 (c$c0) $(ratio "${rate[steps.$c]}" "${rate[raw100.$c0]}")"
+done
 say "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 say "(summary also in $OUT)"

@@ -21,6 +21,7 @@ struct Flusher::Item {
   // Written by the flusher thread, read by the submitter once `done` is set
   // (under the mutex).
   bool done = false;
+  std::condition_variable decided;  // the waiting submitter: `done` was set
   std::string outcome;
   Json stored;
   std::exception_ptr error;
@@ -51,11 +52,19 @@ Flusher::~Flusher() {
 }
 
 void Flusher::start(std::unique_ptr<pqxx::connection> connection) {
+  const std::size_t count = std::max<std::size_t>(1, options_.connections);
+  std::vector<std::unique_ptr<pqxx::connection>> connections;
   if (connection) {
     configure(*connection);
-    connection_ = std::move(connection);
+    connections.push_back(std::move(connection));
   }
-  thread_ = std::thread([this] { run(); });
+  while (connections.size() < count) connections.push_back(open());
+  connections_ = std::move(connections);
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    live_threads_ = count;
+  }
+  for (std::size_t i = 0; i < count; ++i) threads_.emplace_back([this, i] { run(i); });
 }
 
 void Flusher::stop() {
@@ -64,13 +73,13 @@ void Flusher::stop() {
     stopping_ = true;
   }
   work_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  for (std::thread& thread : threads_)
+    if (thread.joinable()) thread.join();
   {
     const std::lock_guard<std::mutex> lock(mutex_);
     closed_ = true;
   }
   space_.notify_all();
-  done_.notify_all();
 }
 
 Json Flusher::store_step(const std::string& run_id, const std::string& claim_token,
@@ -119,6 +128,11 @@ std::size_t Flusher::largest_batch() const {
   return largest_batch_;
 }
 
+std::size_t Flusher::queued() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return queue_.size();
+}
+
 void Flusher::submit(const ItemPtr& item, bool wait) {
   std::unique_lock<std::mutex> lock(mutex_);
   // Backpressure: at most max_batch items wait for the next flush.
@@ -126,28 +140,40 @@ void Flusher::submit(const ItemPtr& item, bool wait) {
   if (closed_) throw ConnectionLost("", "the worker pool's flusher is stopped; nothing was sent");
   item->enqueued = Clock::now();
   queue_.push_back(item);
-  work_.notify_one();
-  if (wait) done_.wait(lock, [&] { return item->done; });
+  // Wake the flush threads only when this item can change their decision: the
+  // first item that can go, a full batch, or the last producer's item.
+  const std::size_t ready = count_takeable();
+  if (ready == 1 || ready >= options_.max_batch ||
+      (options_.producers && static_cast<long>(ready + in_flight_waiting_) >= options_.producers()))
+    work_.notify_all();
+  if (wait) item->decided.wait(lock, [&] { return item->done; });
 }
 
-void Flusher::run() {
+void Flusher::run(std::size_t index) {
+  std::unique_ptr<pqxx::connection>& connection = connections_[index];
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    work_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    // Queued items whose run is in another flush wait for it to be decided.
+    work_.wait(lock, [&] { return (stopping_ && queue_.empty()) || count_takeable() > 0; });
     if (queue_.empty()) break;  // stopping, and everything handed in is flushed
     // Group commit: wait (at most max_delay after the oldest item) while more
     // items can still come: the batch is not full and some runner has not
-    // handed one in yet.
+    // handed one in yet (those waiting for a flush in flight cannot).
     const Clock::time_point deadline = queue_.front()->enqueued + options_.max_delay;
-    while (!stopping_ && queue_.size() < options_.max_batch &&
-           (!options_.producers || static_cast<int>(queue_.size()) < options_.producers()) &&
-           Clock::now() < deadline) {
+    for (;;) {
+      const std::size_t ready = count_takeable();
+      if (ready == 0 || stopping_ || ready >= options_.max_batch ||
+          (options_.producers &&
+           static_cast<long>(ready + in_flight_waiting_) >= options_.producers()) ||
+          Clock::now() >= deadline)
+        break;
       work_.wait_until(lock, deadline);
     }
     const std::vector<ItemPtr> batch = take_batch();
+    if (batch.empty()) continue;  // another flush thread took them
     space_.notify_all();
     lock.unlock();
-    flush(batch);
+    flush(connection, batch);
     for (const ItemPtr& item : batch) {
       if (!item->on_done) continue;
       std::exception_ptr error = item->error;
@@ -165,27 +191,50 @@ void Flusher::run() {
       }
     }
     lock.lock();
-    for (const ItemPtr& item : batch) item->done = true;
+    for (const ItemPtr& item : batch) {
+      item->done = true;
+      item->decided.notify_one();  // only its own submitter: no herd of waiters
+      in_flight_runs_.erase(in_flight_runs_.find(item->run_id));
+      if (!item->on_done) --in_flight_waiting_;
+    }
     ++flushes_;
     largest_batch_ = std::max(largest_batch_, batch.size());
-    done_.notify_all();
+    work_.notify_all();  // items of these runs may go now; fewer producers are waiting
   }
-  closed_ = true;  // under the lock: nothing can be queued after the last flush
+  // Under the lock: once the last thread is gone, nothing can be queued.
+  if (--live_threads_ == 0) closed_ = true;
   lock.unlock();
   space_.notify_all();
-  connection_.reset();
+  connection.reset();
+}
+
+bool Flusher::takeable(const Item& item) const {
+  return in_flight_runs_.count(item.run_id) == 0;
+}
+
+std::size_t Flusher::count_takeable() const {
+  if (in_flight_runs_.empty()) return queue_.size();
+  std::size_t n = 0;
+  for (const ItemPtr& item : queue_)
+    if (takeable(*item)) ++n;
+  return n;
 }
 
 std::vector<Flusher::ItemPtr> Flusher::take_batch() {
   std::vector<ItemPtr> batch;
   std::set<std::string> keys;
   for (auto it = queue_.begin(); it != queue_.end() && batch.size() < options_.max_batch;) {
-    if (keys.insert((*it)->key()).second) {
+    if (takeable(**it) && keys.insert((*it)->key()).second) {
       batch.push_back(*it);
       it = queue_.erase(it);
     } else {
-      ++it;  // the same key twice: the second waits for the next flush
+      ++it;  // the same key twice, or its run in another flush: it waits
     }
+  }
+  // Marked after the loop: the batch itself may hold several items of one run.
+  for (const ItemPtr& item : batch) {
+    in_flight_runs_.insert(item->run_id);
+    if (!item->on_done) ++in_flight_waiting_;
   }
   return batch;
 }
@@ -201,16 +250,14 @@ void Flusher::configure(pqxx::connection& connection) {
   }
 }
 
-pqxx::connection& Flusher::connection() {
-  if (!connection_) {
-    std::unique_ptr<pqxx::connection> fresh = connect(options_.conninfo);
-    configure(*fresh);
-    connection_ = std::move(fresh);
-  }
-  return *connection_;
+std::unique_ptr<pqxx::connection> Flusher::open() {
+  std::unique_ptr<pqxx::connection> fresh = connect(options_.conninfo);
+  configure(*fresh);
+  return fresh;
 }
 
-void Flusher::execute(const std::vector<ItemPtr>& batch) {
+void Flusher::execute(std::unique_ptr<pqxx::connection>& connection,
+                      const std::vector<ItemPtr>& batch) {
   std::vector<sql::StepCheckpoint> steps;
   std::vector<sql::TaskCompletion> completions;
   std::vector<Item*> step_items;
@@ -225,7 +272,8 @@ void Flusher::execute(const std::vector<ItemPtr>& batch) {
       completion_items.push_back(item.get());
     }
   }
-  pqxx::work tx(connection());
+  if (!connection) connection = open();  // reconnects after a lost connection
+  pqxx::work tx(*connection);
   {
     if (!steps.empty()) {
       const std::vector<sql::StepOutcome> out = sql::complete_steps(tx, steps);
@@ -248,9 +296,10 @@ void Flusher::execute(const std::vector<ItemPtr>& batch) {
   tx.commit();
 }
 
-void Flusher::flush(const std::vector<ItemPtr>& batch) {
+void Flusher::flush(std::unique_ptr<pqxx::connection>& connection,
+                    const std::vector<ItemPtr>& batch) {
   try {
-    execute(batch);
+    execute(connection, batch);
     return;
   } catch (...) {
     std::exception_ptr error;
@@ -273,7 +322,7 @@ void Flusher::flush(const std::vector<ItemPtr>& batch) {
       message = "unknown error";
     }
     if (connection_problem) {
-      connection_.reset();
+      connection.reset();
       if (options_.log)
         options_.log(LogLevel::warning, "flush of " + std::to_string(batch.size()) + " item(s): " +
                                             message + (ambiguous ? " (outcome unknown)" : ""));
@@ -294,7 +343,7 @@ void Flusher::flush(const std::vector<ItemPtr>& batch) {
       options_.log(LogLevel::warning, "a flush of " + std::to_string(batch.size()) +
                                           " items was rejected (" + message +
                                           "); retrying them one by one");
-    for (const ItemPtr& item : batch) flush({item});
+    for (const ItemPtr& item : batch) flush(connection, {item});
   }
 }
 

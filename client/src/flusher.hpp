@@ -1,8 +1,13 @@
 // Flusher: group commit of a pool's step checkpoints and task completions.
-// Runners hand it an item and block until the database has confirmed it; one
-// thread takes everything queued (at most max_batch items, after waiting at
-// most max_delay for more) and commits it in ONE transaction: complete_steps
-// for the checkpoints, complete_tasks for the completions. Each item gets its
+// Runners hand it an item and block until the database has confirmed it; a
+// flush thread takes everything queued (at most max_batch items, after waiting
+// at most max_delay for more) and commits it in ONE transaction: complete_steps
+// for the checkpoints, complete_tasks for the completions. `connections` flush
+// threads, each with its own connection, take turns: items handed in while one
+// flush commits go out in the next one at once, so their commits overlap (and
+// the server merges their WAL flushes). A run with an item in flight is never
+// in another flush at the same time: its later items wait for that flush to be
+// decided, so a task's items commit in the order they were handed in. Each item gets its
 // own outcome back (stored, kept, completed; stale, cancelled, not_found are
 // thrown as the typed errors the single-item calls raise). A connection lost
 // while the transaction was in flight makes every item of it Ambiguous; it is
@@ -17,6 +22,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -37,6 +43,8 @@ struct FlusherOptions {
   // How many runners could hand in an item now: once that many are queued,
   // waiting longer cannot grow the batch, so it is flushed at once.
   std::function<int()> producers;
+  // Flush threads, each with its own connection (>= 1).
+  std::size_t connections = 2;
 };
 
 class Flusher {
@@ -46,10 +54,10 @@ class Flusher {
   Flusher(const Flusher&) = delete;
   Flusher& operator=(const Flusher&) = delete;
 
-  // `connection` (may be null: opened at the first flush) is the first flush
-  // connection; opening it before the first claim keeps it out of the leases.
+  // Opens the flush connections (`connection`, if given, is the first), so no
+  // item waits for one, then starts the flush threads. Throws ConnectionLost.
   void start(std::unique_ptr<pqxx::connection> connection = nullptr);
-  // Flushes what is queued, then joins the thread. Later calls throw ConnectionLost.
+  // Flushes what is queued, then joins the threads. Later calls throw ConnectionLost.
   void stop();
 
   // A step checkpoint: the stored value (for a step already stored: the first
@@ -67,9 +75,11 @@ class Flusher {
   void complete_task_async(const std::string& run_id, const std::string& claim_token,
                            const Json& result, std::function<void(std::exception_ptr)> on_done);
 
-  // Test hooks: transactions committed (or attempted) and the largest batch.
+  // Test hooks: transactions committed (or attempted), the largest batch, and
+  // the items queued now (not yet in a flush).
   std::uint64_t flushes() const;
   std::size_t largest_batch() const;
+  std::size_t queued() const;
 
  private:
   struct Item;
@@ -77,27 +87,35 @@ class Flusher {
 
   // Queues the item; with `wait`, returns once it is decided.
   void submit(const ItemPtr& item, bool wait = true);
-  void run();
-  // Takes up to max_batch queued items, at most one per key (lock held).
+  // The body of flush thread `index` (its connection: connections_[index]).
+  void run(std::size_t index);
+  // Whether a queued item may go in a flush now: its run is in no flush in
+  // flight (lock held).
+  bool takeable(const Item& item) const;
+  std::size_t count_takeable() const;
+  // Takes up to max_batch takeable items, at most one per key, and marks their
+  // runs in flight (lock held).
   std::vector<ItemPtr> take_batch();
-  // Commits one batch and fills in every item's outcome.
-  void flush(const std::vector<ItemPtr>& batch);
-  void execute(const std::vector<ItemPtr>& batch);
-  pqxx::connection& connection();
+  // Commits one batch on `connection` and fills in every item's outcome.
+  void flush(std::unique_ptr<pqxx::connection>& connection, const std::vector<ItemPtr>& batch);
+  void execute(std::unique_ptr<pqxx::connection>& connection, const std::vector<ItemPtr>& batch);
+  std::unique_ptr<pqxx::connection> open();
   void configure(pqxx::connection& connection);
 
   const FlusherOptions options_;
   mutable std::mutex mutex_;
-  std::condition_variable work_;   // the flusher thread: items queued, or stop
+  std::condition_variable work_;   // the flush threads: items queued or decided, or stop
   std::condition_variable space_;  // submitters: room in the queue
-  std::condition_variable done_;   // submitters: their item is decided
   std::deque<ItemPtr> queue_;
+  std::multiset<std::string> in_flight_runs_;  // runs of the flushes in flight
+  std::size_t in_flight_waiting_ = 0;          // their items whose submitter waits
+  std::size_t live_threads_ = 0;
   bool stopping_ = false;
   bool closed_ = false;
   std::uint64_t flushes_ = 0;
   std::size_t largest_batch_ = 0;
-  std::unique_ptr<pqxx::connection> connection_;  // flusher thread only
-  std::thread thread_;
+  std::vector<std::unique_ptr<pqxx::connection>> connections_;  // [i]: flush thread i only
+  std::vector<std::thread> threads_;
 };
 
 }  // namespace docket::detail

@@ -175,6 +175,7 @@ FlusherOptions flusher_options(const WorkerPoolOptions& options, PoolShared& poo
   out.async_commit = options.flush_async_commit;
   out.log = [&pool](LogLevel level, const std::string& message) { pool.log(level, message); };
   out.producers = [&pool] { return pool.running(); };
+  out.connections = static_cast<std::size_t>(std::max(1, options.flush_connections));
   return out;
 }
 }  // namespace

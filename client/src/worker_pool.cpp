@@ -49,6 +49,8 @@ void validate(const TaskCatalog& catalog, const WorkerPoolOptions& options) {
     throw std::invalid_argument("WorkerPool: flush_max_delay must be >= 0");
   if (options.claim_connections < 1 || options.claim_connections > 2)
     throw std::invalid_argument("WorkerPool: claim_connections must be 1 or 2");
+  if (options.flush_connections < 1)
+    throw std::invalid_argument("WorkerPool: flush_connections must be >= 1");
   if (options.runner_connections < 1)
     throw std::invalid_argument("WorkerPool: runner_connections must be >= 1");
 }

@@ -60,6 +60,13 @@ class GroupCommitTest : public ::testing::Test {
                   "' AND claim_token IS NOT NULL");
   }
 
+  // Flush connections whose backend waits for a lock now.
+  int flushes_waiting_for_a_lock() {
+    return std::stoi(
+        scalar("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'docket_flusher' "
+               "AND datname = current_database() AND wait_event_type = 'Lock'"));
+  }
+
   std::string state(const std::string& run_id) {
     const std::optional<Json> r = client_->task_result("system", run_id);
     return r ? r->value("state", std::string("?")) : "?";
@@ -69,13 +76,14 @@ class GroupCommitTest : public ::testing::Test {
     return client_->task_result("system", run_id).value_or(Json());
   }
 
-  // A flusher that waits (up to a minute) until `producers` items are queued,
-  // so they are committed in one transaction.
-  std::unique_ptr<detail::Flusher> flusher(int producers) {
+  // A flusher that waits (up to a minute) until `producers` items are queued
+  // (or wait for a flush in flight), so they are committed in one transaction.
+  std::unique_ptr<detail::Flusher> flusher(int producers, std::size_t connections = 2) {
     detail::FlusherOptions o;
     o.conninfo = test::conninfo();
     o.max_batch = 100;
     o.max_delay = 60s;
+    o.connections = connections;
     o.producers = [producers] { return producers; };
     auto f = std::make_unique<detail::Flusher>(o);
     f->start();
@@ -290,16 +298,114 @@ TEST_F(GroupCommitTest, ConnectionLossDuringAFlushIsAmbiguous) {
   spawn();
   std::vector<sql::ClaimedTask> tasks = claim(1);
   ASSERT_EQ(tasks.size(), 1u);
-  auto f = flusher(1);
-  f->store_step(tasks[0].run_id, tasks[0].claim_token, "first", Json(1));  // connected
-  // Terminate the flusher's backend and wait until it is gone.
+  auto f = flusher(1);  // two flush connections, both opened by start()
+  f->store_step(tasks[0].run_id, tasks[0].claim_token, "first", Json(1));
+  // Terminate the flushers' backends and wait until they are gone.
   EXPECT_EQ(scalar("SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, 30000)) FROM "
                    "pg_stat_activity WHERE application_name = 'docket_flusher' AND "
                    "datname = current_database()"),
-            "1");
+            "2");
   EXPECT_THROW(f->store_step(tasks[0].run_id, tasks[0].claim_token, "second", Json(2)), Ambiguous);
-  // The next flush reconnects.
-  EXPECT_EQ(f->store_step(tasks[0].run_id, tasks[0].claim_token, "third", Json(3)), Json(3));
+  // Each flush thread finds its connection broken once (Ambiguous: nothing is
+  // guessed), then reconnects: within one more try per connection, it is stored.
+  int ambiguous = 0;
+  Json third;
+  for (int attempt = 0; attempt < 2 && third.is_null(); ++attempt) {
+    try {
+      third = f->store_step(tasks[0].run_id, tasks[0].claim_token, "third", Json(3));
+    } catch (const Ambiguous&) {
+      ++ambiguous;
+    }
+  }
+  EXPECT_EQ(third, Json(3));
+  EXPECT_LE(ambiguous, 1);
+  EXPECT_EQ(scalar("SELECT count(*) FROM docket.task_steps WHERE run_id = '" + tasks[0].run_id +
+                   "' AND step_name = 'second'"),
+            "0");
+}
+
+// Holds a row lock on a run from another connection, so a flush touching that
+// run blocks until release() (or the end of the scope).
+class RunLock {
+ public:
+  explicit RunLock(const std::string& run_id)
+      : connection_(test::conninfo()), tx_(std::make_unique<pqxx::work>(connection_)) {
+    tx_->exec("SELECT 1 FROM docket.runs WHERE run_id = " + tx_->quote(run_id) + " FOR UPDATE");
+  }
+  void release() {
+    if (tx_) tx_->commit();
+    tx_.reset();
+  }
+
+ private:
+  pqxx::connection connection_;
+  std::unique_ptr<pqxx::work> tx_;
+};
+
+TEST_F(GroupCommitTest, ASecondFlushCommitsWhileTheFirstIsInFlight) {
+  for (int i = 0; i < 2; ++i) spawn();
+  std::vector<sql::ClaimedTask> tasks = claim(2);
+  ASSERT_EQ(tasks.size(), 2u);
+  const sql::ClaimedTask& blocked = tasks[0];
+  const sql::ClaimedTask& other = tasks[1];
+  auto f = flusher(1);
+  RunLock lock(blocked.run_id);
+  std::atomic<bool> first_done{false};
+  Json first;
+  std::thread first_step([&] {
+    first = f->store_step(blocked.run_id, blocked.claim_token, "a", Json("first"));
+    first_done.store(true);
+  });
+  // The first flush waits for the row lock held above.
+  ASSERT_TRUE(eventually([&] { return flushes_waiting_for_a_lock() == 1; }));
+  // The second flush goes out on the other connection and commits meanwhile.
+  EXPECT_EQ(f->store_step(other.run_id, other.claim_token, "b", Json("second")), Json("second"));
+  EXPECT_FALSE(first_done.load());
+  EXPECT_EQ(scalar("SELECT value::text FROM docket.task_steps WHERE run_id = '" + other.run_id +
+                   "' AND step_name = 'b'"),
+            "\"second\"");
+  lock.release();
+  first_step.join();
+  EXPECT_EQ(first, Json("first"));
+  EXPECT_EQ(f->flushes(), 2u);
+  EXPECT_EQ(f->largest_batch(), 1u);
+}
+
+TEST_F(GroupCommitTest, AnItemWaitsWhileItsRunIsInAnotherFlush) {
+  for (int i = 0; i < 2; ++i) spawn();
+  std::vector<sql::ClaimedTask> tasks = claim(2);
+  ASSERT_EQ(tasks.size(), 2u);
+  const sql::ClaimedTask& blocked = tasks[0];
+  const sql::ClaimedTask& other = tasks[1];
+  auto f = flusher(1);
+  RunLock lock(blocked.run_id);
+  std::atomic<bool> completion_done{false};
+  std::thread first_step(
+      [&] { f->store_step(blocked.run_id, blocked.claim_token, "a", Json("first")); });
+  ASSERT_TRUE(eventually([&] { return flushes_waiting_for_a_lock() == 1; }));
+  // The same run's completion (as a second, stale runner of the run could hand
+  // in) is not taken by the idle flush thread while the step is in flight.
+  std::thread completion([&] {
+    try {
+      f->complete_task(blocked.run_id, blocked.claim_token, Json("done"));
+    } catch (const Error&) {
+    }
+    completion_done.store(true);
+  });
+  ASSERT_TRUE(eventually([&] { return f->queued() == 1; }));
+  // Another run's item passes it.
+  EXPECT_EQ(f->store_step(other.run_id, other.claim_token, "b", Json(2)), Json(2));
+  EXPECT_EQ(f->queued(), 1u);
+  EXPECT_FALSE(completion_done.load());
+  EXPECT_EQ(f->flushes(), 1u);
+  lock.release();
+  first_step.join();
+  completion.join();
+  EXPECT_EQ(f->flushes(), 3u);  // the step, the other run's step, then the completion
+  EXPECT_EQ(state(blocked.run_id), "completed");
+  EXPECT_EQ(scalar("SELECT value::text FROM docket.task_steps WHERE run_id = '" + blocked.run_id +
+                   "' AND step_name = 'a'"),
+            "\"first\"");
 }
 
 TEST_F(GroupCommitTest, AStoppedFlusherRefusesWithoutSending) {
@@ -466,8 +572,8 @@ TEST_F(GroupCommitTest, ConnectionCountDoesNotGrowWithConcurrency) {
     return pool.counters().completed == static_cast<std::uint64_t>(kTasks);
   }));
   pool.stop();
-  // poller + flusher + runner_connections (the watchdog released nothing).
-  EXPECT_LE(peak->load(), 2 + o.runner_connections);
+  // poller + flush_connections + runner_connections (the watchdog released nothing).
+  EXPECT_LE(peak->load(), 1 + o.flush_connections + o.runner_connections);
   EXPECT_GE(peak->load(), 1);
 }
 

@@ -9,9 +9,10 @@
 //
 // Connections (fixed, whatever the concurrency): 1 poller (LISTEN, claims,
 // releases of prefetched claims), 1 more claimer while there is a backlog
-// (claim_connections = 2), 1 flusher, at most runner_connections shared by the
-// runners for their other calls, and 1 the watchdog opens when it first has to
-// release a stuck runner's claim: at most runner_connections + claim_connections + 2.
+// (claim_connections = 2), flush_connections for the flusher, at most
+// runner_connections shared by the runners for their other calls, and 1 the
+// watchdog opens when it first has to release a stuck runner's claim: at most
+// runner_connections + claim_connections + flush_connections + 1.
 #pragma once
 
 #include <chrono>
@@ -67,6 +68,9 @@ struct WorkerPoolOptions {
   // claiming is not one serial pipeline; the two never hold more than
   // concurrency + prefetch claims together.
   int claim_connections = 1;
+  // Flush connections (and threads): while one flush commits, the next one
+  // can start with what arrived meanwhile (>= 1).
+  int flush_connections = 2;
   // Connections the runners share for calls that are not group-committed.
   int runner_connections = 2;
   // Periodic tasks (docs/tasks.md "Periodic tasks"): the poller calls
