@@ -3,8 +3,10 @@
 // refresh (which resets the claim-attempt counter of a task storing a new
 // step), the insert of their steps (the first value wins) and the stored
 // values.
+#include <map>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/task.hpp"
@@ -17,9 +19,11 @@ namespace docket::pg {
 
 namespace {
 
-// $1..$4 the items (run_id, token, step_name, value) in input order, $5 now,
-// $6 the distinct run ids and $7 one token of each. Returns per item, in input
-// order: held, stored (this call inserted it), the value.
+// $1..$4 the items (run_id, token, step_name, value), $5 now, $6 the distinct
+// run ids and $7 one token of each. Returns the held runs (run_id, token, NULL,
+// NULL) and the steps this call inserted (run_id, NULL, step_name, value); the
+// caller matches them to the items. (Joining them to the items in SQL made the
+// generic plan compare every item with every row: quadratic in the batch.)
 // Progress resets the poison counter, as a commit does: a held run with an
 // item whose step is not stored yet (fresh: the insert stores it) gets
 // claim_attempts = 0 in the same fenced UPDATE, so a task that keeps storing
@@ -43,11 +47,8 @@ namespace {
   " ORDER BY i.run_id, i.step_name"                                                      \
   " ON CONFLICT ON CONSTRAINT task_steps_pkey DO NOTHING"                                \
   " RETURNING s.run_id, s.step_name, s.value)"                                           \
-  " SELECT h.run_id IS NOT NULL, n.run_id IS NOT NULL, coalesce(n.value, s.value)"       \
-  " FROM items i LEFT JOIN held h ON h.run_id = i.run_id AND h.claim_token = i.token"    \
-  " LEFT JOIN ins n ON n.run_id = i.run_id AND n.step_name = i.step_name"                \
-  " LEFT JOIN docket.task_steps s ON s.run_id = i.run_id AND s.step_name = i.step_name"  \
-  " ORDER BY i.ord"
+  " SELECT h.run_id, h.claim_token, NULL::text, NULL::jsonb FROM held h"                 \
+  " UNION ALL SELECT n.run_id, NULL::uuid, n.step_name, n.value FROM ins n"
 
 // Several runs: the runs any of the items' tokens hold are locked explicitly
 // in run_id order (the ARRAY subquery: ORDER BY under FOR NO KEY UPDATE)
@@ -74,12 +75,14 @@ Statement steps_one_statement{DOCKET_STEPS_REFRESH " WHERE r.run_id = ANY($6)" D
 #undef DOCKET_STEPS_REFRESH
 #undef DOCKET_STEPS_REST
 
-// A kept step stored by a transaction that committed after the statement's
-// snapshot: read it again.
-Statement step_value_statement{
-    "SELECT value FROM docket.task_steps WHERE run_id = $1 AND step_name = $2",
+// The values of kept steps ($1 run ids, $2 step names), read after the
+// statement, so a step another transaction committed meanwhile (its insert
+// made ours do nothing) is found too.
+Statement kept_values_statement{
+    "SELECT k.run_id, k.step_name, s.value FROM unnest($1, $2) AS k (run_id, step_name)"
+    " JOIN docket.task_steps s ON s.run_id = k.run_id AND s.step_name = k.step_name",
     2,
-    {TEXTOID, TEXTOID},
+    {TEXTARRAYOID, TEXTARRAYOID},
     nullptr};
 
 // step_states: the held row (locked, as every fenced call) and its steps;
@@ -140,19 +143,60 @@ std::vector<StepResult> store_steps(const std::vector<StepItem>& items, Micros n
   Statement& statement = runs.size() == 1 ? steps_one_statement : steps_statement;
   spi_prepare_generic(statement);
   const std::uint64_t rows = spi_execute(statement, params, nullptr);
-  std::vector<StepResult> out(rows);
+  std::unordered_map<std::string, Token> held;                    // run id -> token
+  std::map<std::pair<std::string, std::string>, Datum> inserted;  // (run id, step) -> value
   for (std::uint64_t row = 0; row < rows; ++row) {
     bool isnull = false;
-    out[row].held = DatumGetBool(spi_value(row, 1, &isnull));
-    out[row].stored = DatumGetBool(spi_value(row, 2, &isnull));
-    out[row].value = spi_value(row, 3, &out[row].value_null);
+    std::string id = text_value(spi_value(row, 1, &isnull));
+    const Datum step_name = spi_value(row, 3, &isnull);
+    if (isnull) {
+      held.emplace(std::move(id), token_value(spi_value(row, 2, &isnull)));
+      continue;
+    }
+    bool value_null = false;
+    const Datum value = spi_value(row, 4, &value_null);
+    if (!value_null) inserted.emplace(std::make_pair(std::move(id), text_value(step_name)), value);
   }
+  std::vector<StepResult> out(n);
+  std::vector<int> kept;
   for (int i = 0; i < n; ++i) {
     StepResult& r = out[i];
-    if (r.held && r.value_null) {
-      const Datum key[2] = {items[i].run_id, items[i].step_name};
-      if (spi_execute(step_value_statement, key, nullptr) == 1)
-        r.value = spi_value(0, 1, &r.value_null);
+    const auto h = held.find(text_value(items[i].run_id));
+    r.held = h != held.end() && h->second == token_value(items[i].token);
+    if (!r.held) continue;
+    const auto v = inserted.find({h->first, text_value(items[i].step_name)});
+    r.stored = v != inserted.end();
+    if (r.stored) {
+      r.value = v->second;
+      r.value_null = false;
+    } else {
+      kept.push_back(i);
+    }
+  }
+  if (!kept.empty()) {
+    std::vector<Datum> kept_ids, kept_names;
+    for (const int i : kept) {
+      kept_ids.push_back(items[i].run_id);
+      kept_names.push_back(items[i].step_name);
+    }
+    const int k = static_cast<int>(kept.size());
+    const Datum key[2] = {make_array(kept_ids.data(), no_nulls, k, TEXTOID),
+                          make_array(kept_names.data(), no_nulls, k, TEXTOID)};
+    spi_prepare_generic(kept_values_statement);
+    const std::uint64_t found = spi_execute(kept_values_statement, key, nullptr);
+    std::map<std::pair<std::string, std::string>, Datum> stored;
+    for (std::uint64_t row = 0; row < found; ++row) {
+      bool isnull = false;
+      std::string id = text_value(spi_value(row, 1, &isnull));
+      std::string name = text_value(spi_value(row, 2, &isnull));
+      const Datum value = spi_value(row, 3, &isnull);
+      if (!isnull) stored.emplace(std::make_pair(std::move(id), std::move(name)), value);
+    }
+    for (const int i : kept) {
+      const auto v = stored.find({text_value(items[i].run_id), text_value(items[i].step_name)});
+      if (v == stored.end()) continue;
+      out[i].value = v->second;
+      out[i].value_null = false;
     }
   }
   return out;
