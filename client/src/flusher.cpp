@@ -143,7 +143,7 @@ void Flusher::submit(const ItemPtr& item, bool wait) {
   // Wake the flush threads only when this item can change their decision: the
   // first item that can go, a full batch, or the last producer's item.
   const std::size_t ready = count_takeable();
-  if (ready == 1 || ready >= options_.max_batch ||
+  if (ready == 1 || ready >= options_.max_batch || (wait && flushing_ > 0) ||
       (options_.producers && static_cast<long>(ready + in_flight_waiting_) >= options_.producers()))
     work_.notify_all();
   if (wait) item->decided.wait(lock, [&] { return item->done; });
@@ -162,7 +162,14 @@ void Flusher::run(std::size_t index) {
     const Clock::time_point deadline = queue_.front()->enqueued + options_.max_delay;
     for (;;) {
       const std::size_t ready = count_takeable();
-      if (ready == 0 || stopping_ || ready >= options_.max_batch ||
+      if (ready == 0) break;
+      // Only completions nobody waits for: a flush beside the one in flight
+      // would gain no runner anything, so they join the next one after it.
+      if (!stopping_ && flushing_ > 0 && !any_waiting_takeable()) {
+        work_.wait(lock);
+        continue;
+      }
+      if (stopping_ || ready >= options_.max_batch ||
           (options_.producers &&
            static_cast<long>(ready + in_flight_waiting_) >= options_.producers()) ||
           Clock::now() >= deadline)
@@ -171,6 +178,7 @@ void Flusher::run(std::size_t index) {
     }
     const std::vector<ItemPtr> batch = take_batch();
     if (batch.empty()) continue;  // another flush thread took them
+    ++flushing_;
     space_.notify_all();
     lock.unlock();
     flush(connection, batch);
@@ -197,6 +205,7 @@ void Flusher::run(std::size_t index) {
       in_flight_runs_.erase(in_flight_runs_.find(item->run_id));
       if (!item->on_done) --in_flight_waiting_;
     }
+    --flushing_;
     ++flushes_;
     largest_batch_ = std::max(largest_batch_, batch.size());
     work_.notify_all();  // items of these runs may go now; fewer producers are waiting
@@ -210,6 +219,11 @@ void Flusher::run(std::size_t index) {
 
 bool Flusher::takeable(const Item& item) const {
   return in_flight_runs_.count(item.run_id) == 0;
+}
+
+bool Flusher::any_waiting_takeable() const {
+  return std::any_of(queue_.begin(), queue_.end(),
+                     [&](const ItemPtr& item) { return !item->on_done && takeable(*item); });
 }
 
 std::size_t Flusher::count_takeable() const {

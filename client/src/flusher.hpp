@@ -4,8 +4,10 @@
 // at most max_delay for more) and commits it in ONE transaction: complete_steps
 // for the checkpoints, complete_tasks for the completions. `connections` flush
 // threads, each with its own connection, take turns: items handed in while one
-// flush commits go out in the next one at once, so their commits overlap (and
-// the server merges their WAL flushes). A run with an item in flight is never
+// flush commits go out in the next one at once if a submitter waits for one of
+// them (a step), so their commits overlap (and the server merges their WAL
+// flushes); completions nobody waits for join the flush after the one in
+// flight, as with one thread. A run with an item in flight is never
 // in another flush at the same time: its later items wait for that flush to be
 // decided, so a task's items commit in the order they were handed in. Each item gets its
 // own outcome back (stored, kept, completed; stale, cancelled, not_found are
@@ -93,6 +95,8 @@ class Flusher {
   // flight (lock held).
   bool takeable(const Item& item) const;
   std::size_t count_takeable() const;
+  // Whether a takeable item has a submitter waiting for it (lock held).
+  bool any_waiting_takeable() const;
   // Takes up to max_batch takeable items, at most one per key, and marks their
   // runs in flight (lock held).
   std::vector<ItemPtr> take_batch();
@@ -109,6 +113,7 @@ class Flusher {
   std::deque<ItemPtr> queue_;
   std::multiset<std::string> in_flight_runs_;  // runs of the flushes in flight
   std::size_t in_flight_waiting_ = 0;          // their items whose submitter waits
+  std::size_t flushing_ = 0;                   // flushes in flight
   std::size_t live_threads_ = 0;
   bool stopping_ = false;
   bool closed_ = false;

@@ -408,6 +408,38 @@ TEST_F(GroupCommitTest, AnItemWaitsWhileItsRunIsInAnotherFlush) {
             "\"first\"");
 }
 
+TEST_F(GroupCommitTest, CompletionsWaitForTheFlushInFlightUnlessAStepGoes) {
+  for (int i = 0; i < 3; ++i) spawn();
+  std::vector<sql::ClaimedTask> tasks = claim(3);
+  ASSERT_EQ(tasks.size(), 3u);
+  const sql::ClaimedTask& blocked = tasks[0];
+  const sql::ClaimedTask& completion = tasks[1];
+  const sql::ClaimedTask& step = tasks[2];
+  auto f = flusher(1);
+  RunLock lock(blocked.run_id);
+  std::thread first_step(
+      [&] { f->store_step(blocked.run_id, blocked.claim_token, "a", Json("first")); });
+  ASSERT_TRUE(eventually([&] { return flushes_waiting_for_a_lock() == 1; }));
+  // Nobody waits for this completion: it does not start a flush of its own
+  // beside the one in flight.
+  std::atomic<int> completed{0};
+  f->complete_task_async(completion.run_id, completion.claim_token, Json("done"),
+                         [&](std::exception_ptr error) {
+                           if (!error) ++completed;
+                         });
+  EXPECT_EQ(f->queued(), 1u);
+  // A step's runner waits: its flush goes at once, and takes the completion along.
+  EXPECT_EQ(f->store_step(step.run_id, step.claim_token, "c", Json(3)), Json(3));
+  EXPECT_EQ(completed.load(), 1);
+  EXPECT_EQ(f->queued(), 0u);
+  EXPECT_EQ(f->flushes(), 1u);
+  EXPECT_EQ(f->largest_batch(), 2u);
+  lock.release();
+  first_step.join();
+  EXPECT_EQ(f->flushes(), 2u);
+  EXPECT_EQ(state(completion.run_id), "completed");
+}
+
 TEST_F(GroupCommitTest, AStoppedFlusherRefusesWithoutSending) {
   auto f = flusher(1);
   f->stop();
