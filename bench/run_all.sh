@@ -11,17 +11,18 @@
 #   bench/worker/run.sh  WorkerPool drain vs the raw two-commit loop at batch 100
 #                        and 10 (concurrency 10 and 50), 3-step tasks, wake-to-start
 #   bench/spawn/run.sh   set-based spawn vs INSERT ... SELECT into a plain table
+#   bench/stats/run.sh   queue_stats latency beside 1M finished runs vs none
 # Every knob of those scripts applies (BENCH_TASKS, SPAWN_TASKS, DRAIN_LARGE, ...;
 # see their headers); BENCH_FSYNC=off runs everything without durability.
-# Knobs of its own: BENCH_PORT (54370; the scripts use BENCH_PORT, +1, +2),
-# BENCH_QUICK (0), BENCH_ONLY ("claim worker spawn"), BENCH_INSTALL (1),
+# Knobs of its own: BENCH_PORT (54370; the scripts use BENCH_PORT, +1, +2, +3),
+# BENCH_QUICK (0), BENCH_ONLY ("claim worker spawn stats"), BENCH_INSTALL (1),
 # BENCH_OUT (/tmp/docket-bench-all.txt; each script's own summary goes beside it).
 # Benchmarks, not tests: nothing here fails on a figure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PORT=${BENCH_PORT:-54370}
-ONLY=${BENCH_ONLY:-"claim worker spawn"}
+ONLY=${BENCH_ONLY:-"claim worker spawn stats"}
 OUT=${BENCH_OUT:-/tmp/docket-bench-all.txt}
 RESULTS=$(mktemp /tmp/docket-bench-results.XXXXXX)
 trap 'rm -f "$RESULTS"' EXIT
@@ -29,9 +30,9 @@ trap 'rm -f "$RESULTS"' EXIT
 if [ "${BENCH_QUICK:-0}" = 1 ]; then
   : "${BENCH_TASKS:=5000}" "${STEPS_TASKS:=2000}" "${WAKE_COUNT:=100}"
   : "${SPAWN_TASKS:=5000}" "${BENCH_DUE:=30000}" "${BENCH_SECONDS:=5}"
-  : "${DRAIN_LARGE:=100000}" "${DRAIN_WARMUP:=3}" "${DRAIN_SECONDS:=6}"
+  : "${DRAIN_LARGE:=100000}" "${DRAIN_WARMUP:=3}" "${DRAIN_SECONDS:=6}" "${STATS_FINISHED:=100000}"
   export BENCH_TASKS STEPS_TASKS WAKE_COUNT SPAWN_TASKS BENCH_DUE BENCH_SECONDS
-  export DRAIN_LARGE DRAIN_WARMUP DRAIN_SECONDS
+  export DRAIN_LARGE DRAIN_WARMUP DRAIN_SECONDS STATS_FINISHED
 fi
 # The claim throughput phase at claim_limit 10 only, and the drain latency phase.
 export BENCH_LIMITS=${BENCH_LIMITS:-10} CLAIM_PHASES=${CLAIM_PHASES:-"throughput drain"}
@@ -58,7 +59,7 @@ run() {  # run <name> <port>
   say "bench/$1: $(($(date +%s) - t)) s, summary in $dir/docket-bench-$1.txt"
 }
 n=0
-for b in claim worker spawn; do
+for b in claim worker spawn stats; do
   [[ " $ONLY " == *" $b "* ]] && run $b $((PORT + n))
   n=$((n + 1))
 done
@@ -100,6 +101,7 @@ for w in trickle burst; do
   if [ $w = trickle ]; then before="p50 43, p99 108"; else before=""; fi
   row "wake-to-start $w, default settings (ms)" "p50 ${p50:--}" "p99 ${p99:--}" "" "< 2 / < 8" "$before"
 done
+rrow "queue_stats p95, $(size "${STATS_FINISHED:-1000000}") finished / none (ms)" stats.large.p95_ms stats.empty.p95_ms "< 50 ms" ""
 say ""
 say "total $(($(date +%s) - start)) s; load average at the end $(cut -d' ' -f1-3 /proc/loadavg)"
 say "(this table is also in $OUT)"

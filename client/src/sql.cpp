@@ -35,21 +35,12 @@ constexpr StatementText kStatements[] = {
      "ORDER BY poisoned_at, run_id LIMIT $1::int"},
     {"docket_queue_stats",
      "SELECT pg_catalog.jsonb_build_object("
-     "'queue', queue,"
-     " 'due', count(*) FILTER (WHERE status = 'running' AND poisoned_at IS NULL"
-     "   AND claim_token IS NULL AND wake_at <= docket.now()),"
-     " 'scheduled', count(*) FILTER (WHERE status = 'running' AND poisoned_at IS NULL"
-     "   AND claim_token IS NULL AND wake_at > docket.now()),"
-     " 'claimed', count(*) FILTER (WHERE claim_token IS NOT NULL),"
-     " 'waiting', count(*) FILTER (WHERE status = 'waiting'),"
-     " 'poisoned', count(*) FILTER (WHERE poisoned_at IS NOT NULL),"
-     " 'completed', count(*) FILTER (WHERE status = 'completed'),"
-     " 'failed', count(*) FILTER (WHERE status = 'failed'),"
-     " 'cancelled', count(*) FILTER (WHERE status = 'cancelled'),"
-     " 'oldest_due_age_ms', floor(1000 * extract(epoch FROM docket.now() - min(wake_at)"
-     "   FILTER (WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL"
-     "   AND wake_at <= docket.now()))))::text"
-     " FROM docket.runs GROUP BY queue ORDER BY queue"},
+     "'queue', queue, 'due', due, 'scheduled', scheduled, 'running', running,"
+     " 'waiting', waiting, 'poisoned', poisoned, 'oldest_due_at', oldest_due_at,"
+     " 'oldest_due_age_ms', floor(1000 * extract(epoch FROM docket.now() - oldest_due_at)),"
+     " 'completed_last_minute', completed_last_minute,"
+     " 'failed_last_minute', failed_last_minute)::text"
+     " FROM docket.queue_stats()"},
     {"docket_fire_schedules", "SELECT docket.fire_schedules()"},
     {"docket_claim_tasks",
      "SELECT run_id, claim_token::text, task_name, params::text, headers::text, attempt, "

@@ -308,8 +308,8 @@ int run(const Args& args) {
         connection, false,
         [&](pqxx::transaction_base& tx) { return docket::sql::queue_stats(tx); });
     emit(docket::Json(rows), [&] {
-      table(rows, {"queue", "due", "scheduled", "claimed", "waiting", "poisoned", "completed",
-                   "failed", "cancelled", "oldest_due_age_ms"});
+      table(rows, {"queue", "due", "scheduled", "running", "waiting", "poisoned",
+                   "oldest_due_age_ms", "completed_last_minute", "failed_last_minute"});
     });
     return 0;
   }

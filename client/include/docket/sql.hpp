@@ -68,7 +68,9 @@ Json retry_poisoned_run(pqxx::transaction_base& tx, const std::string& scope,
                         const std::string& run_id);
 // Poisoned runs (run_id, tenant_id, queue, poisoned_at, poison_reason), oldest first.
 std::vector<Json> poisoned_runs(pqxx::transaction_base& tx, int limit);
-// Per queue: counts by state and the age of the oldest due run.
+// docket.queue_stats() (system scope), one object per queue: the unfinished runs by
+// state (due, scheduled, running, waiting, poisoned), oldest_due_at and its age
+// (oldest_due_age_ms), completed_last_minute and failed_last_minute.
 std::vector<Json> queue_stats(pqxx::transaction_base& tx);
 // Spawns one task per due schedule (docket.fire_schedules); returns how many fired.
 int fire_schedules(pqxx::transaction_base& tx);
