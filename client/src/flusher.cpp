@@ -265,7 +265,8 @@ void Flusher::configure(pqxx::connection& connection) {
 }
 
 std::unique_ptr<pqxx::connection> Flusher::open() {
-  std::unique_ptr<pqxx::connection> fresh = connect(options_.conninfo);
+  std::unique_ptr<pqxx::connection> fresh =
+      options_.connect ? options_.connect() : connect(options_.conninfo);
   configure(*fresh);
   return fresh;
 }

@@ -38,6 +38,8 @@ namespace docket::detail {
 
 struct FlusherOptions {
   std::string conninfo;
+  // Opens the flush connection when set (the pool's connection source), else conninfo.
+  std::function<std::unique_ptr<pqxx::connection>()> connect;
   std::size_t max_batch = 100;
   std::chrono::microseconds max_delay{2000};
   bool async_commit = false;  // synchronous_commit = off on the flush connection (opt-in)

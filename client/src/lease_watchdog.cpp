@@ -88,7 +88,7 @@ void LeaseWatchdog::stop_runner(Runner& runner) {
                                   ") made no progress for two leases: runner stopped, its "
                                   "context invalidated, its claim released; the thread is stuck");
   try {
-    if (!connection_) connection_ = connect(pool_->options.conninfo);
+    if (!connection_) connection_ = connect(pool_->options);
   } catch (const std::exception& e) {
     pool_->log(LogLevel::warning,
                "no connection to release run " + task.run_id + " (it expires): " + e.what());

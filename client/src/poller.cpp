@@ -76,7 +76,7 @@ void Poller::assist() {
     if (reserved == 0) continue;
     try {
       if (!connection) {
-        connection = connect(options.conninfo);
+        connection = connect(options);
         connection->set_variable("application_name", "'docket_claimer'");
         if (options.claim_async_commit) connection->set_variable("synchronous_commit", "off");
       }
@@ -119,7 +119,7 @@ void Poller::run() {
 
 void Poller::serve(bool& claimed) {
   const WorkerPoolOptions& options = pool_->options;
-  if (!connection_) connection_ = connect(options.conninfo);
+  if (!connection_) connection_ = connect(options);
   connection_->set_variable("application_name", "'docket_poller'");
   // WorkerPoolOptions::claim_async_commit: a claim needs no flush of its own.
   if (options.claim_async_commit) connection_->set_variable("synchronous_commit", "off");

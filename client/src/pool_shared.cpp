@@ -50,8 +50,28 @@ std::unique_ptr<pqxx::connection> connect(const std::string& conninfo) {
   }
 }
 
-ConnectionPool::ConnectionPool(std::string conninfo, std::size_t size)
-    : conninfo_(std::move(conninfo)), size_(size) {}
+std::unique_ptr<pqxx::connection> connect(const WorkerPoolOptions& options) {
+  if (!options.connection_factory) return connect(options.conninfo);
+  std::unique_ptr<pqxx::connection> connection;
+  try {
+    connection = options.connection_factory();
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw ConnectionLost("", std::string("the connection factory failed: ") + e.what());
+  }
+  try {
+    if (!connection || !connection->is_open())
+      throw ConnectionLost("", "the connection factory returned no open connection");
+    sql::prepare(*connection);
+    return connection;
+  } catch (...) {
+    sql::rethrow_mapped(false);
+  }
+}
+
+ConnectionPool::ConnectionPool(const WorkerPoolOptions& options, std::size_t size)
+    : options_(options), size_(size) {}
 
 std::unique_ptr<pqxx::connection> ConnectionPool::acquire() {
   {
@@ -66,7 +86,7 @@ std::unique_ptr<pqxx::connection> ConnectionPool::acquire() {
     ++open_;  // reserved: opened below, outside the lock
   }
   try {
-    auto connection = connect(conninfo_);
+    auto connection = connect(options_);
     connection->set_variable("application_name", "'docket_runner'");
     return connection;
   } catch (...) {
@@ -170,6 +190,7 @@ WorkerPoolOptions with_logger(WorkerPoolOptions options) {
 FlusherOptions flusher_options(const WorkerPoolOptions& options, PoolShared& pool) {
   FlusherOptions out;
   out.conninfo = options.conninfo;
+  out.connect = [&pool] { return connect(pool.options); };
   out.max_batch = static_cast<std::size_t>(std::max(1, options.flush_max_batch));
   out.max_delay = options.flush_max_delay;
   out.async_commit = options.flush_async_commit;
@@ -183,8 +204,7 @@ FlusherOptions flusher_options(const WorkerPoolOptions& options, PoolShared& poo
 PoolShared::PoolShared(TaskCatalog catalog_in, WorkerPoolOptions options_in)
     : catalog(std::move(catalog_in)),
       options(with_logger(std::move(options_in))),
-      connections(options.conninfo,
-                  static_cast<std::size_t>(std::max(1, options.runner_connections))),
+      connections(options, static_cast<std::size_t>(std::max(1, options.runner_connections))),
       flusher(flusher_options(options, *this)) {}
 
 void PoolShared::log(LogLevel level, const std::string& message) const noexcept {

@@ -73,6 +73,9 @@ auto autocommit(pqxx::connection_base& connection, bool mutating, Fn&& fn) {
 
 // A new connection with docket's statements registered; throws ConnectionLost.
 std::unique_ptr<pqxx::connection> connect(const std::string& conninfo);
+// The same from the pool's connection source: options.connection_factory when
+// set (a null or closed connection is ConnectionLost), else options.conninfo.
+std::unique_ptr<pqxx::connection> connect(const WorkerPoolOptions& options);
 
 // The connections runners borrow for their calls that are not group-committed
 // (heartbeat, sleeps, waits, emits, spawns, failures): at most `size` exist
@@ -80,7 +83,8 @@ std::unique_ptr<pqxx::connection> connect(const std::string& conninfo);
 // connection is dropped on return and replaced on demand.
 class ConnectionPool {
  public:
-  ConnectionPool(std::string conninfo, std::size_t size);
+  // `options` (its connection source) must outlive the pool.
+  ConnectionPool(const WorkerPoolOptions& options, std::size_t size);
   // Throws ConnectionLost when the pool is closed or a new connection fails.
   std::unique_ptr<pqxx::connection> acquire();
   void give_back(std::unique_ptr<pqxx::connection> connection) noexcept;
@@ -89,7 +93,7 @@ class ConnectionPool {
   std::size_t open() const;
 
  private:
-  const std::string conninfo_;
+  const WorkerPoolOptions& options_;
   const std::size_t size_;
   mutable std::mutex mutex_;
   std::condition_variable available_;

@@ -147,12 +147,12 @@ void WorkerPool::Impl::start() {
     throw std::logic_error("WorkerPool: start() may be called once, before stop()");
   validate(catalog_, options_);
   // The schema check comes before any claim: an incompatible worker claims nothing.
-  std::unique_ptr<pqxx::connection> connection = detail::connect(options_.conninfo);
+  std::unique_ptr<pqxx::connection> connection = detail::connect(options_);
   sql::in_transaction(*connection, false,
                       [](pqxx::transaction_base& tx) { sql::require_supported_schema(tx); });
   watchdog_ = std::make_shared<detail::LeaseWatchdog>(shared_);
   watchdog_->start();
-  shared_->flusher.start(detail::connect(options_.conninfo));
+  shared_->flusher.start(detail::connect(options_));
   for (int i = 0; i < options_.concurrency; ++i) start_thread();
   poller_ = std::make_unique<detail::Poller>(shared_, *this, std::move(connection));
   poller_->start();

@@ -12,21 +12,37 @@
 // (claim_connections = 2), flush_connections for the flusher, at most
 // runner_connections shared by the runners for their other calls, and 1 the
 // watchdog opens when it first has to release a stuck runner's claim: at most
-// runner_connections + claim_connections + flush_connections + 1.
+// runner_connections + claim_connections + flush_connections + 1. Each comes
+// from options.connection_factory when the caller supplies one.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+
+#include <pqxx/pqxx>
 
 #include "docket/logger.hpp"
 #include "docket/task_catalog.hpp"
 
 namespace docket {
 
+// A caller-owned connection source: returns a new, open connection to the
+// database each call (throwing, or returning null, when it cannot). The pool
+// owns what it returns: it registers docket's statements on it, sets its
+// application_name, closes it at stop() or when it broke, and calls the
+// factory again for a replacement. Called from the pool's threads (poller,
+// flusher, runners, watchdog), possibly concurrently: it must be thread-safe.
+using ConnectionFactory = std::function<std::unique_ptr<pqxx::connection>()>;
+
 struct WorkerPoolOptions {
   std::string conninfo;  // libpq connection string ("" = PG* environment)
+  // When set, every connection the pool opens comes from it and conninfo is
+  // not used (e.g. connections with the application's own credentials, TLS
+  // settings or an external pooler's address).
+  ConnectionFactory connection_factory;
   std::string queue = "default";
   int concurrency = 10;  // runners at most
   int batch_size = 10;   // claim at most this many per poll
