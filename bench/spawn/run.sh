@@ -33,19 +33,9 @@ TIMEOUT=${SPAWN_TIMEOUT:-600}
 OUT=${BENCH_OUT:-/tmp/docket-bench-spawn.txt}
 RESULTS=${BENCH_RESULTS:-/dev/null}
 
-export PGHOST=127.0.0.1 PGPORT=$PORT PGUSER=postgres PGDATABASE=postgres
+. bench/lib.sh
+bench_cluster_setup
 
-if [ "${BENCH_INSTALL:-1}" = 1 ]; then
-  flock /tmp/docket-build.lock make -s install >/dev/null
-fi
-# Production durability (fsync, synchronous_commit, full_page_writes on) unless
-# BENCH_FSYNC=off.
-DOCKET_FSYNC=${BENCH_FSYNC:-on} DOCKET_PGPORT=$PORT bash scripts/cluster.sh start
-trap 'DOCKET_PGPORT=$PORT bash scripts/cluster.sh stop' EXIT
-
-say() { echo "$*" | tee -a "$OUT"; }
-result() { echo "$1=$2" >>"$RESULTS"; }
-ratio() { if [ "${2:-0}" = 0 ]; then echo "-"; else printf "%.2f" "$(echo "scale=4; $1 / $2" | bc)"; fi; }
 # timed <db> <sql> [timeout_s]: runs one statement in autocommit, prints its
 # duration in ms (nothing if it failed or was cancelled by the timeout).
 timed() {

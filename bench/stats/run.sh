@@ -31,18 +31,9 @@ CALLS=${STATS_CALLS:-200}
 OUT=${BENCH_OUT:-/tmp/docket-bench-stats.txt}
 RESULTS=${BENCH_RESULTS:-/dev/null}
 
-export PGHOST=127.0.0.1 PGPORT=$PORT PGUSER=postgres PGDATABASE=bench_stats
+. bench/lib.sh
+bench_cluster_setup bench_stats
 
-if [ "${BENCH_INSTALL:-1}" = 1 ]; then
-  flock /tmp/docket-build.lock make -s install >/dev/null
-fi
-# Production durability (fsync, synchronous_commit, full_page_writes on) unless
-# BENCH_FSYNC=off.
-DOCKET_FSYNC=${BENCH_FSYNC:-on} DOCKET_PGPORT=$PORT bash scripts/cluster.sh start
-trap 'DOCKET_PGPORT=$PORT bash scripts/cluster.sh stop' EXIT
-
-say() { echo "$*" | tee -a "$OUT"; }
-result() { echo "$1=$2" >>"$RESULTS"; }
 q() { psql -X -At -v ON_ERROR_STOP=1 "$@"; }
 
 : >"$OUT"

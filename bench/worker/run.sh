@@ -56,31 +56,12 @@ RESULTS=${BENCH_RESULTS:-/dev/null}
 DB=bench_worker
 DSN="dbname=$DB"
 
-export PGHOST=127.0.0.1 PGPORT=$PORT PGUSER=postgres PGDATABASE=postgres
-PGBIN=$(pg_config --bindir)
-
-if [ "${BENCH_INSTALL:-1}" = 1 ]; then
-  flock /tmp/docket-build.lock make -s install >/dev/null
-fi
-cmake -S client -B "$BUILD" >/dev/null
-cmake --build "$BUILD" -j2 --target bench_worker >/dev/null
-BENCH=$BUILD/bench_worker
-
-# Production durability (fsync, synchronous_commit, full_page_writes on) unless
-# BENCH_FSYNC=off.
-DOCKET_FSYNC=${BENCH_FSYNC:-on} DOCKET_PGPORT=$PORT bash scripts/cluster.sh start
-trap 'DOCKET_PGPORT=$PORT bash scripts/cluster.sh stop' EXIT
+. bench/lib.sh
+bench_cluster_setup
+bench_worker_build
 # Autovacuum stays on: a drain of 100,000 tasks leaves a dead row version per
 # claim and per completion, as a real queue does. The driver also vacuums between
 # phases, so no phase inherits another's dead rows.
-
-q() { psql -X -q -At -v ON_ERROR_STOP=1 -d $DB "$@"; }
-now() { date +%s.%N; }
-elapsed() { echo "$(now) - $1" | bc; }
-say() { echo "$*" | tee -a "$OUT"; }
-result() { echo "$1=$2" >>"$RESULTS"; }          # result <key> <value>
-field() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }  # field <line> <key>
-ratio() { if [ "${2:-0}" = 0 ]; then echo "-"; else printf "%.2f" "$(echo "scale=4; $1 / $2" | bc)"; fi; }  # ratio <a> <b>
 row() { say "$(printf '  %-11s %-56s %9s %8s' "$@")"; }
 
 # spawn <queue> <count> [task]: tasks with no params of note, untimed, two sessions

@@ -23,25 +23,9 @@ OUT=${BENCH_OUT:-/tmp/docket-bench-wait.txt}
 DB=bench_wait
 DSN="dbname=$DB"
 
-export PGHOST=127.0.0.1 PGPORT=$PORT PGUSER=postgres PGDATABASE=postgres
-PGBIN=$(pg_config --bindir)
-
-if [ "${BENCH_INSTALL:-1}" = 1 ]; then
-  flock /tmp/docket-build.lock make -s install >/dev/null
-fi
-cmake -S client -B "$BUILD" >/dev/null
-cmake --build "$BUILD" -j2 --target bench_worker >/dev/null
-BENCH=$BUILD/bench_worker
-
-DOCKET_FSYNC=${BENCH_FSYNC:-on} DOCKET_PGPORT=$PORT bash scripts/cluster.sh start
-trap 'DOCKET_PGPORT=$PORT bash scripts/cluster.sh stop' EXIT
-
-q() { psql -X -q -At -v ON_ERROR_STOP=1 -d $DB "$@"; }
-now() { date +%s.%N; }
-elapsed() { echo "$(now) - $1" | bc; }
-say() { echo "$*" | tee -a "$OUT"; }
-field() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
-ratio() { if [ "${2:-0}" = 0 ]; then echo "-"; else printf "%.2f" "$(echo "scale=4; $1 / $2" | bc)"; fi; }
+. bench/lib.sh
+bench_cluster_setup
+bench_worker_build
 
 spawn() {  # spawn <queue> <count>: untimed, set-based
   local queue=$1 count=$2 b e

@@ -1,0 +1,34 @@
+# bench/lib.sh: what the bench drivers share. Source it from the repository
+# root after setting PORT and OUT (and DB for q, BUILD for bench_worker_build):
+#   bench_cluster_setup [database]  installs docket (unless BENCH_INSTALL=0) and
+#       starts a throwaway cluster on $PORT with production durability
+#       (BENCH_FSYNC=off for comparison), stopped on exit; PG* point at it
+#       (PGDATABASE: database, default postgres);
+#   bench_worker_build  builds bench_worker into $BUILD and sets BENCH;
+#   q, now, elapsed, say, field, ratio, result  the drivers' small helpers.
+
+bench_cluster_setup() {
+  export PGHOST=127.0.0.1 PGPORT=$PORT PGUSER=postgres PGDATABASE=${1:-postgres}
+  PGBIN=$(pg_config --bindir)
+  if [ "${BENCH_INSTALL:-1}" = 1 ]; then
+    flock /tmp/docket-build.lock make -s install >/dev/null
+  fi
+  # Production durability (fsync, synchronous_commit, full_page_writes on)
+  # unless BENCH_FSYNC=off.
+  DOCKET_FSYNC=${BENCH_FSYNC:-on} DOCKET_PGPORT=$PORT bash scripts/cluster.sh start
+  trap 'DOCKET_PGPORT=$PORT bash scripts/cluster.sh stop' EXIT
+}
+
+bench_worker_build() {
+  cmake -S client -B "$BUILD" >/dev/null
+  cmake --build "$BUILD" -j2 --target bench_worker >/dev/null
+  BENCH=$BUILD/bench_worker
+}
+
+q() { psql -X -q -At -v ON_ERROR_STOP=1 -d "$DB" "$@"; }
+now() { date +%s.%N; }
+elapsed() { echo "$(now) - $1" | bc; }
+say() { echo "$*" | tee -a "$OUT"; }
+field() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }  # field <line> <key>
+result() { echo "$1=$2" >>"${RESULTS:-/dev/null}"; }  # result <key> <value>, for run_all
+ratio() { if [ "${2:-0}" = 0 ]; then echo "-"; else printf "%.2f" "$(echo "scale=4; $1 / $2" | bc)"; fi; }  # ratio <a> <b>
