@@ -181,7 +181,9 @@ void Flusher::run(std::size_t index) {
     ++flushing_;
     space_.notify_all();
     lock.unlock();
+    const auto began = std::chrono::steady_clock::now();
     flush(connection, batch);
+    if (options_.observe) options_.observe(batch.size(), std::chrono::steady_clock::now() - began);
     for (const ItemPtr& item : batch) {
       if (!item->on_done) continue;
       std::exception_ptr error = item->error;

@@ -49,6 +49,8 @@ struct FlusherOptions {
   std::function<int()> producers;
   // Flush threads, each with its own connection (>= 1).
   std::size_t connections = 2;
+  // Called after every flush with its size and duration (metrics); must not throw.
+  std::function<void(std::size_t items, std::chrono::nanoseconds took)> observe;
 };
 
 class Flusher {

@@ -53,6 +53,7 @@ void LeaseWatchdog::run() {
       }
       if (now >= since + lease) {
         if (runner->mark_warned()) {
+          AtomicCounters::add(pool_->counters.lease_warnings);
           const sql::ClaimedTask& task = runner->task();
           pool_->log(LogLevel::warning,
                      "task " + task.task_name + " (run " + task.run_id + ") made no progress for " +

@@ -102,6 +102,7 @@ void Poller::run() {
     try {
       serve(claimed);
     } catch (const std::exception& e) {
+      AtomicCounters::add(pool_->counters.poller_restarts);
       if (claimed) backoff = kFirstBackoff;  // it worked before it broke
       pool_->log(LogLevel::warning, "poller of queue " + pool_->options.queue + ": " + e.what() +
                                         "; restarting in " + std::to_string(backoff.count()) +
@@ -212,13 +213,11 @@ int Poller::claim(pqxx::connection& connection, int reserved) {
                               options.max_claim_attempts);
     });
   } catch (...) {
+    AtomicCounters::add(pool_->counters.claim_errors);
     pool_->unreserve_slots(reserved);
     throw;
   }
-  const auto micros =
-      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started).count();
-  pool_->counters.claim_calls.fetch_add(1);
-  pool_->counters.claim_micros.fetch_add(static_cast<std::uint64_t>(micros));
+  pool_->counters.claim_seconds.observe(nanos_since(started));
   const Clock::time_point claimed_at = started;  // the lease began no earlier
   const int got = static_cast<int>(tasks.size());
   pool_->unreserve_slots(reserved - got);

@@ -197,6 +197,11 @@ FlusherOptions flusher_options(const WorkerPoolOptions& options, PoolShared& poo
   out.log = [&pool](LogLevel level, const std::string& message) { pool.log(level, message); };
   out.producers = [&pool] { return pool.running(); };
   out.connections = static_cast<std::size_t>(std::max(1, options.flush_connections));
+  out.observe = [&pool](std::size_t items, std::chrono::nanoseconds took) {
+    pool.counters.flush_size.observe(items);
+    pool.counters.flush_seconds.observe(took.count() > 0 ? static_cast<std::uint64_t>(took.count())
+                                                         : 0);
+  };
   return out;
 }
 }  // namespace

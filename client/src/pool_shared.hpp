@@ -21,26 +21,66 @@
 #include "docket/task_catalog.hpp"
 #include "docket/worker_pool.hpp"
 #include "flusher.hpp"
+#include "histogram.hpp"
 
 namespace docket::detail {
 
 using Clock = std::chrono::steady_clock;
 
+// The pool's counters and histograms: its metrics (docket/metrics.hpp,
+// WorkerPool::metrics(), docs/operating.md). Written from the poller, runner,
+// watchdog and flusher threads with relaxed atomic adds only (no lock on any
+// path); read by snapshots. Names in brackets are the Prometheus metrics.
 struct AtomicCounters {
-  std::atomic<std::uint64_t> claimed{0};
-  std::atomic<std::uint64_t> completed{0};
-  std::atomic<std::uint64_t> failed{0};
-  std::atomic<std::uint64_t> retried{0};
-  std::atomic<std::uint64_t> suspended{0};
-  std::atomic<std::uint64_t> cancelled{0};
-  std::atomic<std::uint64_t> abandoned{0};
-  std::atomic<std::uint64_t> lost{0};
+  std::atomic<std::uint64_t> claimed{0};    // [docket_tasks_claimed_total]
+  std::atomic<std::uint64_t> started{0};    // [docket_tasks_started_total] handlers invoked
+  std::atomic<std::uint64_t> completed{0};  // [docket_tasks_completed_total]
+  std::atomic<std::uint64_t> failed{0};     // [docket_tasks_failed_total]
+  std::atomic<std::uint64_t> retried{0};    // [docket_tasks_retried_total]
+  std::atomic<std::uint64_t> suspended{0};  // [docket_tasks_suspended_total]
+  std::atomic<std::uint64_t> cancelled{0};  // [docket_tasks_cancelled_total]
+  std::atomic<std::uint64_t> abandoned{0};  // [docket_tasks_deferred_total]
+  std::atomic<std::uint64_t> lost{0};       // [docket_tasks_lost_total]
+  // [docket_stuck_runners_total] every runner the pool gave up on while its
+  // thread was still blocked (watchdog, shutdown, a stuck-runner policy):
+  // count it once per runner (Runner::mark_stuck()).
   std::atomic<std::uint64_t> stuck{0};
-  std::atomic<std::uint64_t> claim_calls{0};
-  std::atomic<std::uint64_t> claim_micros{0};
-  std::atomic<std::uint64_t> released{0};
-  std::atomic<std::uint64_t> fired{0};
+  std::atomic<std::uint64_t> released{0};         // [docket_claims_released_total]
+  std::atomic<std::uint64_t> fired{0};            // [docket_schedules_fired_total]
+  std::atomic<std::uint64_t> claim_errors{0};     // [docket_claim_errors_total]
+  std::atomic<std::uint64_t> lease_warnings{0};   // [docket_lease_warnings_total]
+  std::atomic<std::uint64_t> poller_restarts{0};  // [docket_poller_restarts_total]
+  // [docket_claim_duration_seconds] (its count: docket_claims_total)
+  Histogram claim_seconds{
+      {500'000, 1'000'000, 2'500'000, 5'000'000, 10'000'000, 25'000'000, 50'000'000, 100'000'000,
+       250'000'000, 500'000'000, 1'000'000'000, 2'500'000'000, 5'000'000'000},
+      1e-9};
+  // [docket_handler_duration_seconds]
+  Histogram handler_seconds{{100'000, 500'000, 1'000'000, 5'000'000, 10'000'000, 50'000'000,
+                             100'000'000, 500'000'000, 1'000'000'000, 5'000'000'000, 10'000'000'000,
+                             30'000'000'000, 60'000'000'000, 300'000'000'000},
+                            1e-9};
+  // [docket_flush_size] items per group commit
+  Histogram flush_size{{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000}, 1.0};
+  // [docket_flush_duration_seconds]
+  Histogram flush_seconds{
+      {500'000, 1'000'000, 2'500'000, 5'000'000, 10'000'000, 25'000'000, 50'000'000, 100'000'000,
+       250'000'000, 500'000'000, 1'000'000'000, 2'500'000'000, 5'000'000'000},
+      1e-9};
+
+  // Increments a counter (relaxed: counters order nothing).
+  static void add(std::atomic<std::uint64_t>& counter, std::uint64_t n = 1) noexcept {
+    counter.fetch_add(n, std::memory_order_relaxed);
+  }
 };
+
+// Nanoseconds elapsed since `since` (0 if the clock went backwards).
+inline std::uint64_t nanos_since(std::chrono::steady_clock::time_point since) noexcept {
+  const auto ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - since)
+          .count();
+  return ns > 0 ? static_cast<std::uint64_t>(ns) : 0;
+}
 
 // A self-pipe: other threads wake the poller, which poll()s it next to its socket.
 class WakePipe {

@@ -33,6 +33,24 @@ Json error_json(const std::string& message, const std::string& type) {
   return Json{{"message", clean(message)}, {"type", clean(type)}};
 }
 
+// Times a handler call: observes the histogram and keeps the duration on exit.
+class HandlerTimer {
+ public:
+  HandlerTimer(Histogram& histogram, std::uint64_t& nanos) noexcept
+      : histogram_(histogram), nanos_(nanos), began_(Clock::now()) {}
+  ~HandlerTimer() {
+    nanos_ = nanos_since(began_);
+    histogram_.observe(nanos_);
+  }
+  HandlerTimer(const HandlerTimer&) = delete;
+  HandlerTimer& operator=(const HandlerTimer&) = delete;
+
+ private:
+  Histogram& histogram_;
+  std::uint64_t& nanos_;
+  const Clock::time_point began_;
+};
+
 }  // namespace
 
 Runner::Runner(std::shared_ptr<PoolShared> pool, sql::ClaimedTask task,
@@ -114,7 +132,10 @@ void Runner::execute() {
   Json result;
   std::optional<Json> failure;
   bool retry = true;
+  AtomicCounters::add(pool_->counters.started);
   try {
+    // Observes the handler's duration when it returns or throws (before the catch).
+    const HandlerTimer timer(pool_->counters.handler_seconds, handler_nanos_);
     result = (*handler)(context, task_.params);
   } catch (const ControlSignal& signal) {
     if (signal.context() == &context) {
@@ -223,7 +244,7 @@ void Runner::finalize_success(const Json& result) {
   finalize("completion", [&] {
     pool_->flusher.complete_task_async(
         task_.run_id, task_.claim_token, result,
-        [self](std::exception_ptr error) { self->on_completed(error); });
+        [self](const std::exception_ptr& error) { self->on_completed(error); });
   });
 }
 

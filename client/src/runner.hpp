@@ -86,6 +86,7 @@ class Runner final : public ContextBackend, public std::enable_shared_from_this<
   std::atomic<bool> stuck_{false};
   std::atomic<bool> warned_{false};
   std::atomic<Clock::rep> progress_at_;
+  std::uint64_t handler_nanos_ = 0;  // the handler's duration (runner thread only)
 };
 
 }  // namespace docket::detail

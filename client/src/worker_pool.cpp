@@ -111,6 +111,7 @@ class WorkerPool::Impl final : public detail::RunnerHost {
   void stop();
   bool running() const { return state_.load() == State::running; }
   PoolCounters counters() const;
+  MetricsSnapshot metrics() const;
 
   // RunnerHost (called by the poller thread)
   void reap() override;
@@ -333,10 +334,42 @@ PoolCounters WorkerPool::Impl::counters() const {
   out.released = c.released.load();
   out.fired = c.fired.load();
   out.active = static_cast<std::uint64_t>(std::max(0, shared_->active()));
-  const std::uint64_t calls = c.claim_calls.load();
+  const HistogramSnapshot claims = c.claim_seconds.snapshot();
   out.claim_latency_ms =
-      calls == 0 ? 0.0
-                 : static_cast<double>(c.claim_micros.load()) / 1000.0 / static_cast<double>(calls);
+      claims.count == 0 ? 0.0 : claims.sum * 1000.0 / static_cast<double>(claims.count);
+  return out;
+}
+
+MetricsSnapshot WorkerPool::Impl::metrics() const {
+  const detail::AtomicCounters& c = shared_->counters;
+  const auto get = [](const std::atomic<std::uint64_t>& counter) {
+    return counter.load(std::memory_order_relaxed);
+  };
+  MetricsSnapshot out;
+  out.queue = options_.queue;
+  out.claim_seconds = c.claim_seconds.snapshot();
+  out.claims = out.claim_seconds.count;
+  out.claim_errors = get(c.claim_errors);
+  out.tasks_claimed = get(c.claimed);
+  out.tasks_started = get(c.started);
+  out.tasks_completed = get(c.completed);
+  out.tasks_failed = get(c.failed);
+  out.tasks_retried = get(c.retried);
+  out.tasks_cancelled = get(c.cancelled);
+  out.tasks_suspended = get(c.suspended);
+  out.tasks_deferred = get(c.abandoned);
+  out.tasks_lost = get(c.lost);
+  out.claims_released = get(c.released);
+  out.lease_warnings = get(c.lease_warnings);
+  out.stuck_runners = get(c.stuck);
+  out.poller_restarts = get(c.poller_restarts);
+  out.schedules_fired = get(c.fired);
+  out.claims_held = static_cast<std::uint64_t>(std::max(0, shared_->active()));
+  out.runners_busy = static_cast<std::uint64_t>(std::max(0, shared_->running()));
+  out.concurrency = static_cast<std::uint64_t>(std::max(0, options_.concurrency));
+  out.handler_seconds = c.handler_seconds.snapshot();
+  out.flush_size = c.flush_size.snapshot();
+  out.flush_seconds = c.flush_seconds.snapshot();
   return out;
 }
 
@@ -356,6 +389,9 @@ bool WorkerPool::running() const {
 }
 PoolCounters WorkerPool::counters() const {
   return impl_->counters();
+}
+MetricsSnapshot WorkerPool::metrics() const {
+  return impl_->metrics();
 }
 
 }  // namespace docket

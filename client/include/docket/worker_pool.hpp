@@ -25,6 +25,7 @@
 #include <pqxx/pqxx>
 
 #include "docket/logger.hpp"
+#include "docket/metrics.hpp"
 #include "docket/task_catalog.hpp"
 
 namespace docket {
@@ -129,6 +130,9 @@ class WorkerPool {
   void stop();
   bool running() const;
   PoolCounters counters() const;
+  // The pool's metrics now (docs/operating.md): cheap, callable from any thread
+  // at any time, also before start() and after stop().
+  MetricsSnapshot metrics() const;
 
  private:
   class Impl;
