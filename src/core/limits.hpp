@@ -19,6 +19,11 @@ constexpr std::int64_t kMaxRetryDelayMs = 86400000LL * 365;
 // Attempts a task may be given.
 constexpr int kMaxTaskAttempts = 1000;
 
+// A failed attempt's error kept in a task's history: at most this many bytes
+// of its JSON text; a longer one is kept as {"truncated": true, "bytes": n,
+// "prefix": its first bytes}.
+constexpr std::size_t kMaxHistoryErrorBytes = 8192;
+
 // A task's run: graph_hash of every task run.
 constexpr const char* kTaskGraphHash = "task";
 

@@ -12,17 +12,16 @@ namespace docket::pg {
 
 namespace {
 
-// The run under the scope, locked so concurrent appenders take turns and the
-// second one sees the first one's seqs.
-Statement lock_run{
-    "SELECT 1 FROM docket.runs"
-    " WHERE run_id = $1 AND ($2 OR tenant_id IS NOT DISTINCT FROM $3) FOR UPDATE",
-    3,
-    {TEXTOID, BOOLOID, TEXTOID},
+// The run under the scope, locked so concurrent appenders take turns, with
+// its event counter advanced past the $4 new events (the counter every
+// writer of the log advances, task transitions included: history.hpp).
+// Returns the last number before them.
+Statement advance_run{
+    "UPDATE docket.runs SET event_seq = event_seq + $4"
+    " WHERE run_id = $1 AND ($2 OR tenant_id IS NOT DISTINCT FROM $3) RETURNING event_seq - $4",
+    4,
+    {TEXTOID, BOOLOID, TEXTOID, INT8OID},
     nullptr};
-
-Statement last_seq{
-    "SELECT coalesce(max(seq), 0) FROM docket.run_events WHERE run_id = $1", 1, {TEXTOID}, nullptr};
 
 // The elements were checked before: seq is an integral number, type a
 // non-empty string; payload is stored as given (JSON null included).
@@ -127,8 +126,8 @@ ScopeParams run_params(FunctionCallInfo fcinfo, Datum values[3], char nulls[3]) 
 }
 
 Datum append_events(FunctionCallInfo fcinfo) {
-  Datum lookup[3];
-  char lookup_nulls[3];
+  Datum lookup[4];
+  char lookup_nulls[5] = {' ', ' ', ' ', ' ', '\0'};
   run_params(fcinfo, lookup, lookup_nulls);
   require(fcinfo, 2, "events");
   const std::vector<std::int64_t> seqs = event_seqs(PG_GETARG_DATUM(2));
@@ -137,9 +136,10 @@ Datum append_events(FunctionCallInfo fcinfo) {
   const Micros now = store_now();
 
   spi_connect();
-  if (spi_execute(lock_run, lookup, lookup_nulls) == 0)
+  lookup[3] = Int64GetDatum(static_cast<std::int64_t>(seqs.size()));
+  lookup_nulls[3] = ' ';
+  if (spi_execute(advance_run, lookup, lookup_nulls) == 0)
     fail(Reason::not_found, "run " + run_id + " is not visible in this scope");
-  spi_execute(last_seq, lookup, nullptr);
   bool isnull = false;
   const std::int64_t last = DatumGetInt64(spi_value(0, 1, &isnull));
   for (std::size_t i = 0; i < seqs.size(); ++i) {

@@ -10,6 +10,7 @@
 #include "core/task.hpp"
 #include "pg/claim.hpp"
 #include "pg/datum.hpp"
+#include "pg/history.hpp"
 #include "pg/spi.hpp"
 #include "pg/task_store.hpp"
 
@@ -28,11 +29,12 @@ namespace {
   " status = $5, checkpoint_seq = r.checkpoint_seq + 1,"                                   \
   " checkpoint_type = $6::docket.checkpoint_type, updated_at = $4,"                        \
   " claim_token = NULL, claimed_at = NULL, wake_at = NULL,"                                \
-  " claim_attempts = 0, claim_abandons = 0, poisoned_at = NULL, poison_reason = NULL"
+  " claim_attempts = 0, claim_abandons = 0, poisoned_at = NULL, poison_reason = NULL,"     \
+  " event_seq = r.event_seq + 1"
 #define DOCKET_COMPLETE_FENCE                                                    \
   " AND r.claim_token = $2[array_position($1, r.run_id)]"                        \
   " AND r.graph_hash = 'task' AND (r.deadline_at IS NULL OR r.deadline_at > $4)" \
-  " RETURNING r.run_id"
+  " RETURNING r.run_id, r.event_seq"
 
 // The UPDATE locks the rows it finishes as it reads them; it reads them by
 // the primary key in run_id order (spi_execute_key_ordered), so two batches
@@ -46,7 +48,8 @@ Statement complete_statement{
 #undef DOCKET_COMPLETE_UPDATE
 #undef DOCKET_COMPLETE_FENCE
 
-// Runs the fenced UPDATE; the run ids it finished.
+// Runs the fenced UPDATE and records each finished task's completed event;
+// the run ids it finished.
 std::unordered_set<std::string> complete_held(Datum ids, Datum tokens, Datum results, Micros now) {
   const TaskTransition t = complete_transition();
   const Datum values[6] = {ids,
@@ -57,10 +60,16 @@ std::unordered_set<std::string> complete_held(Datum ids, Datum tokens, Datum res
                            text_datum(t.checkpoint_type)};
   const std::uint64_t rows = spi_execute_key_ordered(complete_statement, values, nullptr);
   std::unordered_set<std::string> done;
+  std::vector<HistoryEvent> events;
+  events.reserve(rows);
+  const Datum payload = json_object({});
   for (std::uint64_t row = 0; row < rows; ++row) {
     bool isnull = false;
-    done.insert(text_value(spi_value(row, 1, &isnull)));
+    const Datum run_id = spi_value(row, 1, &isnull);
+    done.insert(text_value(run_id));
+    events.push_back({run_id, DatumGetInt64(spi_value(row, 2, &isnull)), "completed", payload});
   }
+  append_history(events, now);
   return done;
 }
 

@@ -4,10 +4,12 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "core/task.hpp"
 #include "pg/abandon.hpp"
 #include "pg/datum.hpp"
+#include "pg/history.hpp"
 #include "pg/spi.hpp"
 #include "pg/task_store.hpp"
 
@@ -124,25 +126,35 @@ Datum fail_task(FunctionCallInfo fcinfo) {
   const FailDecision d = decide_failure(failed_attempt, max_attempts, overdue, retry_allowed, now,
                                         retry_delay_ms(policy, failed_attempt, random_fraction()));
   const std::string error_json = json_text(error);
+  const std::string kept_error = history_error(error_json);
   Datum changes = Datum(0);
   TaskTransition transition;
+  // The history keeps every failed attempt's error, then what follows.
+  std::vector<TaskEvent> events{
+      {"attempt_failed",
+       json_object({{"attempt", std::to_string(failed_attempt)}, {"error", kept_error}})}};
   switch (d.kind) {
     case FailDecision::Kind::cancelled:
       changes = json_object({{"error", error_json}, {"cancel_reason", json_string(kMaxDuration)}});
       transition = cancelled_transition();
+      events.push_back({"cancelled", json_object({{"reason", json_string(kMaxDuration)}})});
       break;
     case FailDecision::Kind::retry_scheduled:
       changes = json_object({{"attempt", std::to_string(failed_attempt + 1)},
                              {"wake_reason", json_string("retry")},
                              {"last_error", error_json}});
       transition = retry_transition(*d.retry_at);
+      events.push_back(
+          {"retry_scheduled", json_object({{"attempt", std::to_string(failed_attempt + 1)},
+                                           {"retry_at", json_timestamp(*d.retry_at)}})});
       break;
     case FailDecision::Kind::failed:
       changes = json_object({{"error", error_json}});
       transition = failed_transition();
+      events.push_back({"failed", json_object({{"error", kept_error}})});
       break;
   }
-  if (!apply_task_transition(run_id, token, changes, transition, now, true))
+  if (!apply_task_transition(run_id, token, changes, transition, now, true, events))
     throw std::logic_error("a locked, held task could not be failed");
   if (d.kind != FailDecision::Kind::retry_scheduled) release_finished({text_value(run_id)});
   spi_finish();
@@ -183,6 +195,15 @@ Datum defer_task(FunctionCallInfo fcinfo) {
     policy.max_claim_abandons = max_defers;
     validate_abandon_policy(policy);
     disposition = abandon_run(run_id, token_value(PG_GETARG_DATUM(1)), policy);
+    if (std::string(disposition) == "rescheduled")
+      record_task_event(run_id,
+                        {"deferred", json_object({{"retry_at", json_timestamp(policy.retry_at)},
+                                                  {"defers", std::to_string(defers + 1)}})},
+                        now);
+    else if (std::string(disposition) == "poisoned")
+      record_task_event(
+          run_id,
+          {"poisoned", json_object({{"reason", json_string("max_claim_abandons_exceeded")}})}, now);
   }
   spi_finish();
   return text_datum(disposition);

@@ -7,6 +7,7 @@
 
 #include "pg/claim.hpp"
 #include "pg/datum.hpp"
+#include "pg/history.hpp"
 #include "pg/notify.hpp"
 #include "pg/spi.hpp"
 
@@ -37,18 +38,21 @@ Statement read_statement{
     {TEXTARRAYOID},
     nullptr};
 
-// $3 changes, $4 status, $5 checkpoint type, $6 now, $7 wake_at, $8 allow overdue.
+// $3 changes, $4 status, $5 checkpoint type, $6 now, $7 wake_at, $8 allow
+// overdue, $9 the number of history events the transition records.
 Statement transition_statement{
     "UPDATE docket.runs r SET document = (r.document - 'waiting') || $3"
     " || jsonb_build_object('status', $4::text, 'checkpoint_seq', r.checkpoint_seq + 1),"
     " status = $4, checkpoint_seq = r.checkpoint_seq + 1,"
     " checkpoint_type = $5::docket.checkpoint_type, updated_at = $6,"
     " claim_token = NULL, claimed_at = NULL, wake_at = $7,"
-    " claim_attempts = 0, claim_abandons = 0, poisoned_at = NULL, poison_reason = NULL"
+    " claim_attempts = 0, claim_abandons = 0, poisoned_at = NULL, poison_reason = NULL,"
+    " event_seq = r.event_seq + $9"
     " WHERE r.run_id = $1 AND r.claim_token = $2 AND r.graph_hash = 'task'"
-    " AND ($8 OR r.deadline_at IS NULL OR r.deadline_at > $6) RETURNING r.queue",
-    8,
-    {TEXTOID, UUIDOID, JSONBOID, TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, BOOLOID},
+    " AND ($8 OR r.deadline_at IS NULL OR r.deadline_at > $6) RETURNING r.queue, r.event_seq",
+    9,
+    {TEXTOID, UUIDOID, JSONBOID, TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, BOOLOID,
+     INT4OID},
     nullptr};
 
 // The finished tasks' own waiter rows, and the waiter rows of the parents
@@ -154,23 +158,25 @@ void judge_locked(Datum run_id, const Token& token, Micros now, bool allow_overd
 }
 
 bool apply_task_transition(Datum run_id, Datum token, Datum changes,
-                           const TaskTransition& transition, Micros now, bool allow_overdue) {
+                           const TaskTransition& transition, Micros now, bool allow_overdue,
+                           const std::vector<TaskEvent>& events) {
   const ScheduleEffect effect = schedule_effect(transition.schedule, now, transition.wake_at, {});
-  const Datum values[8] = {run_id,
+  const Datum values[9] = {run_id,
                            token,
                            changes,
                            text_datum(status_name(transition.status)),
                            text_datum(transition.checkpoint_type),
                            TimestampTzGetDatum(now),
                            TimestampTzGetDatum(effect.wake_at.value_or(0)),
-                           BoolGetDatum(allow_overdue)};
-  const char nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', effect.wake_at ? ' ' : 'n', ' ', '\0'};
+                           BoolGetDatum(allow_overdue),
+                           Int32GetDatum(static_cast<int>(events.size()))};
+  const char nulls[10] = {' ', ' ', ' ', ' ', ' ', ' ', effect.wake_at ? ' ' : 'n', ' ', ' ', '\0'};
   spi_prepare_generic(transition_statement);
   if (spi_execute(transition_statement, values, nulls) == 0) return false;
-  if (effect.due_now) {
-    bool isnull = false;
-    notify_due(text_value(spi_value(0, 1, &isnull)));
-  }
+  bool isnull = false;
+  const std::int64_t last_seq = DatumGetInt64(spi_value(0, 2, &isnull));
+  if (effect.due_now) notify_due(text_value(spi_value(0, 1, &isnull)));
+  append_history(run_id, last_seq, events, now);
   return true;
 }
 
@@ -193,7 +199,9 @@ void release_finished(const std::vector<std::string>& run_ids) {
 
 void cancel_held(Datum run_id, Datum token, const char* reason, Micros now) {
   const Datum changes = json_object({{"cancel_reason", json_string(reason)}});
-  if (!apply_task_transition(run_id, token, changes, cancelled_transition(), now, true))
+  const Datum payload = json_object({{"reason", json_string(reason)}});
+  if (!apply_task_transition(run_id, token, changes, cancelled_transition(), now, true,
+                             {{"cancelled", payload}}))
     throw std::logic_error("a held task could not be cancelled");
   release_finished({text_value(run_id)});
 }

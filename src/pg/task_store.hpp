@@ -11,6 +11,7 @@
 
 #include "core/task.hpp"
 #include "pg/boundary.hpp"
+#include "pg/history.hpp"
 
 namespace docket::pg {
 
@@ -42,10 +43,12 @@ void judge_locked(Datum run_id, const Token& token, Micros now, bool allow_overd
 
 // The fenced fast path of every task transition but complete: one UPDATE
 // matching TaskMatch's facts that writes the next version ((document -
-// 'waiting') || changes || {status, checkpoint_seq}) and hands the claim back.
-// False when no row matched. Notifies when the task became due now.
+// 'waiting') || changes || {status, checkpoint_seq}), hands the claim back
+// and numbers `events`, which then go to the task's history. False when no
+// row matched (nothing recorded). Notifies when the task became due now.
 bool apply_task_transition(Datum run_id, Datum token, Datum changes,
-                           const TaskTransition& transition, Micros now, bool allow_overdue);
+                           const TaskTransition& transition, Micros now, bool allow_overdue,
+                           const std::vector<TaskEvent>& events);
 
 // After tasks finished (completed, failed or cancelled): deletes their own
 // waiter rows and the waiter rows of parents awaiting them, and resumes those

@@ -4,6 +4,8 @@
 // an event slot before the run; a child before its parent.
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/task.hpp"
 #include "pg/datum.hpp"
@@ -135,10 +137,13 @@ void hold(Datum run_id, Datum token, Micros now) {
   judge_locked(run_id, token_value(token), now, false);
 }
 
-// Writes the suspended version; the caller holds the run's lock and claim.
-void suspend(Datum run_id, Datum token, Datum changes, const TaskTransition& transition,
-             Micros now) {
-  if (!apply_task_transition(run_id, token, changes, transition, now, false))
+// Writes the suspended version and records `event` (sleeping or waiting); the
+// caller holds the run's lock and claim. The version carries wake_pending, so
+// the claim that resumes the task records that it woke (claim.cpp).
+void suspend(Datum run_id, Datum token, std::vector<std::pair<const char*, std::string>> changes,
+             const TaskTransition& transition, Micros now, const TaskEvent& event) {
+  changes.emplace_back("wake_pending", "true");
+  if (!apply_task_transition(run_id, token, json_object(changes), transition, now, false, {event}))
     throw std::logic_error("a locked, held task could not be suspended");
 }
 
@@ -197,10 +202,11 @@ Datum sleep_until(FunctionCallInfo fcinfo) {
     status = "elapsed";
   } else {
     suspend(run_id, token,
-            json_object({{"status", json_string("running")},
-                         {"wake_reason", json_string("sleep")},
-                         {"waiting", waiting("sleep", step, nullptr, "")}}),
-            sleep_transition(wake), now);
+            {{"status", json_string("running")},
+             {"wake_reason", json_string("sleep")},
+             {"waiting", waiting("sleep", step, nullptr, "")}},
+            sleep_transition(wake), now,
+            {"sleeping", json_object({{"until", json_timestamp(wake)}})});
   }
   spi_finish();
   return two_columns(fcinfo, text_datum(status), TimestampTzGetDatum(wake), false);
@@ -272,11 +278,14 @@ Datum await_event(FunctionCallInfo fcinfo) {
                          tenant_key, event_name, TimestampTzGetDatum(timeout_at.value_or(0))};
   const char wait_nulls[7] = {' ', ' ', ' ', ' ', ' ', timeout_at ? ' ' : 'n', '\0'};
   spi_execute(insert_wait_statement, wait, wait_nulls);
+  std::vector<std::pair<const char*, std::string>> waited{
+      {"event", json_string(text_value(event_name))}};
+  if (timeout_at) waited.emplace_back("timeout_at", json_timestamp(*timeout_at));
   suspend(run_id, token,
-          json_object({{"status", json_string(timeout_at ? "running" : "waiting")},
-                       {"wake_reason", json_string(timeout_at ? "timeout" : "event")},
-                       {"waiting", waiting("event", step, "event", text_value(event_name))}}),
-          event_wait_transition(timeout_at), now);
+          {{"status", json_string(timeout_at ? "running" : "waiting")},
+           {"wake_reason", json_string(timeout_at ? "timeout" : "event")},
+           {"waiting", waiting("event", step, "event", text_value(event_name))}},
+          event_wait_transition(timeout_at), now, {"waiting", json_object(waited)});
   spi_finish();
   return two_columns(fcinfo, text_datum("suspended"), Datum(0), true);
 }
@@ -342,10 +351,10 @@ Datum await_task(FunctionCallInfo fcinfo) {
   const char wait_nulls[7] = {' ', ' ', ' ', ' ', ' ', 'n', '\0'};
   spi_execute(insert_wait_statement, wait, wait_nulls);
   suspend(run_id, token,
-          json_object({{"status", json_string("waiting")},
-                       {"wake_reason", json_string("child")},
-                       {"waiting", waiting("child", step, "child", child)}}),
-          child_wait_transition(), now);
+          {{"status", json_string("waiting")},
+           {"wake_reason", json_string("child")},
+           {"waiting", waiting("child", step, "child", child)}},
+          child_wait_transition(), now, {"waiting", json_object({{"child", json_string(child)}})});
   spi_finish();
   return two_columns(fcinfo, text_datum("suspended"), Datum(0), true);
 }

@@ -76,8 +76,9 @@ SELECT is(docket.cleanup(interval '1 day', 100000), 0::bigint, 'cleanup of an em
 SELECT pg_temp.start('done-old', 0);
 SELECT docket.complete_step(pg_temp.id('done-old'), pg_temp.tok('done-old'), 'a', '1');
 SELECT docket.complete_step(pg_temp.id('done-old'), pg_temp.tok('done-old'), 'b', '2');
+-- (after its history: spawned, claimed, step_completed a and b)
 SELECT docket.append_events('system', pg_temp.id('done-old'),
-  '[{"seq": 1, "type": "started", "payload": null}, {"seq": 2, "type": "note", "payload": {"x": 1}}]');
+  '[{"seq": 5, "type": "started", "payload": null}, {"seq": 6, "type": "note", "payload": {"x": 1}}]');
 SELECT pg_temp.at(1);
 SELECT docket.complete_task(pg_temp.id('done-old'), pg_temp.tok('done-old'), '"ok"');
 -- failed at t(2), with a step
@@ -135,7 +136,7 @@ SELECT is((SELECT string_agg(i.name || ':' || r.status || ':' || extract(epoch F
   'cancelled-old:cancelled:3 timeout-old:completed:4 done-at-horizon:completed:50 done-new:completed:100',
   'fixture: statuses and last writes');
 SELECT is(pg_temp.kinds('done-old'), 'run,run_events,steps,task', 'fixture: done-old has steps and run events');
-SELECT is(pg_temp.kinds('timeout-old'), 'run,task', 'fixture: complete_task removed timeout-old''s leftover wait row');
+SELECT is(pg_temp.kinds('timeout-old'), 'run,run_events,task', 'fixture: complete_task removed timeout-old''s leftover wait row');
 SELECT is(pg_temp.event_names(), '/late-event /never-emitted /new-event /old-event /pending-event t1/old-event',
   'fixture: the event slots');
 
@@ -150,7 +151,7 @@ SELECT pg_temp.at(200);
 SELECT is(docket.cleanup(interval '150 seconds', 2), 2::bigint, 'the first batch deletes 2 runs');
 SELECT is(pg_temp.kinds('done-old') || '|' || pg_temp.kinds('failed-old'), '|',
   'the two oldest finished tasks are gone: run, task row, steps, run events');
-SELECT is(pg_temp.kinds('cancelled-old') || '|' || pg_temp.kinds('timeout-old'), 'run,task|run,task',
+SELECT is(pg_temp.kinds('cancelled-old') || '|' || pg_temp.kinds('timeout-old'), 'run,run_events,task|run,run_events,task',
   'the next ones wait for the next batch');
 SELECT is(pg_temp.event_names(), '/late-event /never-emitted /new-event /pending-event t1/old-event',
   'the event emitted before the horizon is gone; later and unemitted ones stay');
