@@ -34,12 +34,14 @@ EXPLAIN (COSTS OFF) EXECUTE fetch_run ('run-0001', false, 't1');
 PREPARE inspect_run (text, bool, text) AS SELECT jsonb_build_object('run', document, 'tenant_id', tenant_id, 'checkpoint_type', checkpoint_type, 'wake_at', wake_at, 'claimed_at', claimed_at, 'claim_attempts', claim_attempts, 'claim_abandons', claim_abandons, 'poisoned_at', poisoned_at, 'poison_reason', poison_reason) FROM docket.runs WHERE run_id = $1 AND ($2 OR tenant_id IS NOT DISTINCT FROM $3);
 EXPLAIN (COSTS OFF) EXECUTE inspect_run ('run-0001', false, 't1');
 
--- The event log: the run row under the scope, then the log by (run_id, seq).
-PREPARE lock_run (text, bool, text) AS SELECT 1 FROM docket.runs WHERE run_id = $1 AND ($2 OR tenant_id IS NOT DISTINCT FROM $3) FOR UPDATE;
-EXPLAIN (COSTS OFF) EXECUTE lock_run ('run-0001', false, 't1');
-PREPARE last_seq (text) AS SELECT coalesce(max(seq), 0) FROM docket.run_events WHERE run_id = $1;
-EXPLAIN (COSTS OFF) EXECUTE last_seq ('run-0001');
-PREPARE list_events (text, bool, text, bigint, int) AS SELECT e.seq, e.type, e.payload, e.recorded_at FROM docket.run_events e JOIN docket.runs r ON r.run_id = e.run_id WHERE e.run_id = $1 AND ($2 OR r.tenant_id IS NOT DISTINCT FROM $3) AND e.seq > $4 ORDER BY e.seq LIMIT $5;
+-- The event log: the run row under the scope (its event counter advanced by
+-- append_events), then the log by (run_id, seq).
+PREPARE advance_run (text, bool, text, bigint) AS UPDATE docket.runs SET event_seq = event_seq + $4 WHERE run_id = $1 AND ($2 OR tenant_id IS NOT DISTINCT FROM $3) RETURNING event_seq - $4;
+EXPLAIN (COSTS OFF) EXECUTE advance_run ('run-0001', false, 't1', 2);
+-- The log's run_id compares bytewise (COLLATE "C"); the scope check is a
+-- one-time EXISTS on the run's primary key, not a join whose equivalence
+-- class would compare runs.run_id in the log's collation (no index for that).
+PREPARE list_events (text, bool, text, bigint, int) AS SELECT e.seq, e.type, e.payload, e.recorded_at FROM docket.run_events e WHERE e.run_id = $1 AND e.seq > $4 AND EXISTS (SELECT 1 FROM docket.runs r WHERE r.run_id = $1 AND ($2 OR r.tenant_id IS NOT DISTINCT FROM $3)) ORDER BY e.seq LIMIT $5;
 EXPLAIN (COSTS OFF) EXECUTE list_events ('run-0001', false, 't1', 2, 100);
 
 -- list_runs: one statement per (scope kind, graph_id?, graph_hash?, statuses?,

@@ -81,21 +81,28 @@ Statement lease_statement{
 
 // The same for claim_tasks: also the task's attempt and wake reason, which
 // its document carries, so the task layer need not read the run again; and
-// the task's history (claim_runs records it): each task lease is a claimed
+// the task's history, in the same statement: each task lease is a claimed
 // event, preceded by a woke event when a sleep or wait put wake_pending in
 // the document (task_wait.cpp). The lease takes the key out and leaves
 // woke_seq, the woke event's number, so the returned row tells whether this
 // lease woke the task (woke_seq = event_seq - 1) and a later lease of the
 // same version records no second woke.
 Statement lease_task_statement{
-    DOCKET_LEASE_SET
+    "WITH leased AS (" DOCKET_LEASE_SET
     ", event_seq = event_seq + CASE WHEN graph_hash <> 'task' THEN 0"
     " WHEN document ? 'wake_pending' THEN 2 ELSE 1 END,"
     " document = CASE WHEN graph_hash = 'task' AND document ? 'wake_pending'"
     " THEN (document - 'wake_pending') || jsonb_build_object('woke_seq', event_seq + 1)"
     " ELSE document END" DOCKET_LEASE_RETURNING
-    ", (document ->> 'attempt')::int, document ->> 'wake_reason', event_seq,"
-    " graph_hash = 'task' AND (document ->> 'woke_seq')::bigint = event_seq - 1",
+    ", (document ->> 'attempt')::int AS attempt, document ->> 'wake_reason' AS wake_reason,"
+    " event_seq, graph_hash = 'task' AND (document ->> 'woke_seq')::bigint = event_seq - 1 AS "
+    "woke),"
+    " history AS (INSERT INTO docket.run_events (run_id, seq, type, payload, recorded_at)"
+    " SELECT run_id, event_seq - 1, 'woke', jsonb_build_object('reason', wake_reason), $2"
+    " FROM leased WHERE woke"
+    " UNION ALL SELECT run_id, event_seq, 'claimed', jsonb_build_object('attempt', attempt), $2"
+    " FROM leased WHERE graph_hash = 'task')"
+    " SELECT * FROM leased",
     2,
     {TEXTARRAYOID, TIMESTAMPTZOID},
     nullptr};
@@ -110,7 +117,7 @@ Statement poison_statement{
     " WHERE run_id = ANY($1)"
     " RETURNING run_id, tenant_id, graph_id, graph_hash, checkpoint_seq, claim_token,"
     " claimed_at, claim_attempts, poisoned_at, poison_reason, queue, NULL::int, NULL::text,"
-    " event_seq, false",
+    " event_seq",
     2,
     {TEXTARRAYOID, TIMESTAMPTZOID},
     nullptr};
@@ -131,7 +138,6 @@ enum Returned {
   r_task_attempt,  // lease_task_statement and poison_statement only
   r_wake_reason,
   r_event_seq,
-  r_woke,
 };
 
 ClaimRequest claim_args(FunctionCallInfo fcinfo) {
@@ -182,40 +188,22 @@ Candidates scan(const ClaimRequest& args) {
   return out;
 }
 
-// The history events of a task's lease (woke, claimed) or poisoning, whose
-// numbers the statement reserved up to `last_seq`.
-void record(const ClaimRow& row, std::int64_t last_seq, bool woke,
-            std::vector<HistoryEvent>& history,
-            std::unordered_map<std::string, Datum>& claimed_payloads) {
-  const Datum run_id = row.values[c_run_id];
-  if (!row.leased) {
-    history.push_back({run_id, last_seq, "poisoned",
-                       json_object({{"reason", json_string("max_claim_attempts_exceeded")}})});
-    return;
-  }
-  if (woke)
-    history.push_back({run_id, last_seq - 1, "woke",
-                       json_object({{"reason", json_string(row.wake_reason_null
-                                                               ? std::string("unknown")
-                                                               : text_value(row.wake_reason))}})});
-  // Most leases of a batch share their attempt: one payload per attempt.
-  const std::string attempt =
-      row.task_attempt_null ? std::string("null") : std::to_string(DatumGetInt32(row.task_attempt));
-  auto payload = claimed_payloads.find(attempt);
-  if (payload == claimed_payloads.end())
-    payload = claimed_payloads.emplace(attempt, json_object({{"attempt", attempt}})).first;
-  history.push_back({run_id, last_seq, "claimed", payload->second});
+// The history event of a task's poisoning, whose number the statement
+// reserved (`last_seq`).
+HistoryEvent poisoned_event(const ClaimRow& row, std::int64_t last_seq) {
+  return {row.values[c_run_id], last_seq, "poisoned",
+          json_object({{"reason", json_string("max_claim_attempts_exceeded")}})};
 }
 
 // Applies one update to `ids` and files each returned row at its place in
 // the output (`position` maps run_id to it), copied out of SPI memory, and
-// adds the history events of the tasks it leased or poisoned.
+// adds the history events of the tasks it poisoned (a task lease records its
+// own: lease_task_statement).
 // `outcome` must live outside SPI memory.
 void apply(Statement& statement, const std::vector<std::string>& ids, Micros now, Datum outcome,
            std::int64_t ttl_ms, const std::unordered_map<std::string, std::size_t>& position,
            std::vector<ClaimRow>& output, std::vector<HistoryEvent>& history) {
   if (ids.empty()) return;
-  std::unordered_map<std::string, Datum> claimed_payloads;
   const Datum values[2] = {text_array(ids), TimestampTzGetDatum(now)};
   const std::uint64_t rows = spi_execute(statement, values, nullptr);
   if (rows != ids.size()) throw std::logic_error("claim_due: a locked candidate was not updated");
@@ -250,9 +238,8 @@ void apply(Statement& statement, const std::vector<std::string>& ids, Micros now
       const Datum reason = spi_value(row, r_wake_reason, &out.wake_reason_null);
       if (!out.wake_reason_null) out.wake_reason = spi_transfer(reason, false, -1);
     }
-    if (&statement != &lease_statement && text_value(out.values[c_graph_hash]) == kTaskGraphHash)
-      record(out, DatumGetInt64(spi_value(row, r_event_seq, &isnull)),
-             DatumGetBool(spi_value(row, r_woke, &isnull)), history, claimed_payloads);
+    if (!out.leased && text_value(out.values[c_graph_hash]) == kTaskGraphHash)
+      history.push_back(poisoned_event(out, DatumGetInt64(spi_value(row, r_event_seq, &isnull))));
   }
 }
 

@@ -10,7 +10,6 @@
 #include "core/task.hpp"
 #include "pg/claim.hpp"
 #include "pg/datum.hpp"
-#include "pg/history.hpp"
 #include "pg/spi.hpp"
 #include "pg/task_store.hpp"
 
@@ -23,7 +22,7 @@ namespace {
 // when it matches TaskMatch's facts; each gets the result at its run id's
 // position.
 #define DOCKET_COMPLETE_UPDATE                                                             \
-  "UPDATE docket.runs r SET document = (r.document - 'waiting')"                           \
+  "WITH done AS (UPDATE docket.runs r SET document = (r.document - 'waiting')"             \
   " || jsonb_build_object('status', $5::text, 'result', $3[array_position($1, r.run_id)]," \
   " 'checkpoint_seq', r.checkpoint_seq + 1),"                                              \
   " status = $5, checkpoint_seq = r.checkpoint_seq + 1,"                                   \
@@ -31,10 +30,13 @@ namespace {
   " claim_token = NULL, claimed_at = NULL, wake_at = NULL,"                                \
   " claim_attempts = 0, claim_abandons = 0, poisoned_at = NULL, poison_reason = NULL,"     \
   " event_seq = r.event_seq + 1"
-#define DOCKET_COMPLETE_FENCE                                                    \
-  " AND r.claim_token = $2[array_position($1, r.run_id)]"                        \
-  " AND r.graph_hash = 'task' AND (r.deadline_at IS NULL OR r.deadline_at > $4)" \
-  " RETURNING r.run_id, r.event_seq"
+#define DOCKET_COMPLETE_FENCE                                                            \
+  " AND r.claim_token = $2[array_position($1, r.run_id)]"                                \
+  " AND r.graph_hash = 'task' AND (r.deadline_at IS NULL OR r.deadline_at > $4)"         \
+  " RETURNING r.run_id, r.event_seq),"                                                   \
+  " history AS (INSERT INTO docket.run_events (run_id, seq, type, payload, recorded_at)" \
+  " SELECT run_id, event_seq, 'completed', '{}'::jsonb, $4 FROM done)"                   \
+  " SELECT run_id FROM done"
 
 // The UPDATE locks the rows it finishes as it reads them; it reads them by
 // the primary key in run_id order (spi_execute_key_ordered), so two batches
@@ -48,8 +50,8 @@ Statement complete_statement{
 #undef DOCKET_COMPLETE_UPDATE
 #undef DOCKET_COMPLETE_FENCE
 
-// Runs the fenced UPDATE and records each finished task's completed event;
-// the run ids it finished.
+// Runs the fenced UPDATE, which also records each finished task's completed
+// event; the run ids it finished.
 std::unordered_set<std::string> complete_held(Datum ids, Datum tokens, Datum results, Micros now) {
   const TaskTransition t = complete_transition();
   const Datum values[6] = {ids,
@@ -60,16 +62,10 @@ std::unordered_set<std::string> complete_held(Datum ids, Datum tokens, Datum res
                            text_datum(t.checkpoint_type)};
   const std::uint64_t rows = spi_execute_key_ordered(complete_statement, values, nullptr);
   std::unordered_set<std::string> done;
-  std::vector<HistoryEvent> events;
-  events.reserve(rows);
-  const Datum payload = json_object({});
   for (std::uint64_t row = 0; row < rows; ++row) {
     bool isnull = false;
-    const Datum run_id = spi_value(row, 1, &isnull);
-    done.insert(text_value(run_id));
-    events.push_back({run_id, DatumGetInt64(spi_value(row, 2, &isnull)), "completed", payload});
+    done.insert(text_value(spi_value(row, 1, &isnull)));
   }
-  append_history(events, now);
   return done;
 }
 

@@ -38,6 +38,14 @@ END $$;
 COMMENT ON FUNCTION docket._runs_deleted() IS
   'Internal trigger: deleting runs deletes their heads, task rows and events (once per statement).';
 
+-- Claims and completions now insert into the log's primary key: its run ids
+-- compare bytewise, as the claim scans order them, not by the database's
+-- collation (strcoll at every comparison of an insert's descent). Where a
+-- log's run_id meets a run_id of the default collation, the comparison takes
+-- "C"; the log's readers therefore look the run up by the argument, never by
+-- a join on the two columns (src/pg/events.cpp, sql/plans_read.sql).
+ALTER TABLE docket.run_events ALTER COLUMN run_id TYPE text COLLATE "C";
+
 -- The history of a task is its run's event log; task_history pages it with
 -- list_events' own code (the same visibility rule: no rows outside the scope).
 CREATE FUNCTION docket.task_history(scope docket.scope, run_id text, after_seq bigint DEFAULT 0,
