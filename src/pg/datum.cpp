@@ -167,10 +167,14 @@ RunFields run_fields(Datum value) {
 Micros store_now() {
   const char* fake = settings::fake_now();
   if (fake == nullptr || fake[0] == '\0') return call([] { return GetCurrentTimestamp(); });
-  return call([&] {
+  const Micros now = call([&] {
     return DatumGetTimestampTz(DirectFunctionCall3(
         timestamptz_in, CStringGetDatum(fake), ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1)));
   });
+  if (TIMESTAMP_NOT_FINITE(now))
+    fail(Reason::bad_argument, std::string("docket.fake_now must be a finite timestamp, got '") +
+                                   fake + "'");
+  return now;
 }
 
 ScopeParams scope_params(const Scope& scope) {

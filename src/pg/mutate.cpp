@@ -161,6 +161,7 @@ Datum mutate_run(FunctionCallInfo fcinfo) {
   const LockedRun locked = lock_run(scope, run_id);
   const Invocation result =
       invoke(function, locked.document, arg_is_null(fcinfo, 3), PG_GETARG_DATUM(3));
+  require_unchanged(locked);
   if (result.isnull) fail(Reason::invalid_mutation, "the mutation returned NULL for run " + run_id);
   const DecisionDatums datums = decision_datums(result.result);
   const MutationDecision decision = read_decision(datums);

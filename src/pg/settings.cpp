@@ -23,8 +23,10 @@ int notify_interval_ms() noexcept {
 void define() {
   DefineCustomStringVariable(
       "docket.fake_now", "Timestamp docket.now() returns instead of the real clock ('' = real).",
-      "Tests travel in time with SET docket.fake_now = '2030-01-01 00:00:00+00'.", &fake_now_value,
-      "", PGC_USERSET, 0, nullptr, nullptr, nullptr);
+      "Tests travel in time with SET docket.fake_now = '2030-01-01 00:00:00+00'. Superusers "
+      "only: a role that could move docket's clock could expire other workers' claims or "
+      "schedule work at infinity. docket.now() refuses a value that is not a finite timestamp.",
+      &fake_now_value, "", PGC_SUSET, 0, nullptr, nullptr, nullptr);
   DefineCustomBoolVariable("docket.notify",
                            "Send NOTIFY docket_due (payload: queue) when a run becomes due now.",
                            nullptr, &notify_value, true, PGC_USERSET, 0, nullptr, nullptr, nullptr);

@@ -14,11 +14,15 @@ namespace {
 // The scope filter sits in the WHERE clause, so an invisible row is never locked.
 Statement lock_statement{
     "SELECT run_id, graph_id, graph_hash, started_at, checkpoint_seq, status, claim_token,"
-    " claimed_at, poisoned_at IS NOT NULL, queue, document FROM docket.runs"
+    " claimed_at, poisoned_at IS NOT NULL, queue, document, ctid::text FROM docket.runs"
     " WHERE run_id = $1 AND ($2 OR tenant_id IS NOT DISTINCT FROM $3) FOR UPDATE",
     3,
     {TEXTOID, BOOLOID, TEXTOID},
     nullptr};
+
+// The run's current row version (no row: deleted).
+Statement version_statement{
+    "SELECT ctid::text FROM docket.runs WHERE run_id = $1", 1, {TEXTOID}, nullptr};
 
 Statement update_statement{
     "UPDATE docket.runs SET document = $2, status = $3, checkpoint_seq = $4,"
@@ -62,7 +66,18 @@ std::optional<LockedRun> try_lock_run(const Scope& scope, const std::string& run
   out.run.poisoned = DatumGetBool(spi_value(0, 9, &isnull));
   out.queue = text_column(10);
   out.document = spi_value(0, 11, &isnull);
+  out.version = text_column(12);
   return out;
+}
+
+void require_unchanged(const LockedRun& locked) {
+  const Datum run_id = text_datum(locked.run.run_id);
+  const bool gone = spi_execute(version_statement, &run_id, nullptr) == 0;
+  if (gone || text_column(1) != locked.version)
+    fail(Reason::invalid_mutation,
+         "the mutation function " + std::string(gone ? "deleted" : "wrote") + " run " +
+             locked.run.run_id +
+             " while mutate_run held it; a mutation function must only return a decision");
 }
 
 LockedRun lock_run(const Scope& scope, const std::string& run_id) {
@@ -87,7 +102,9 @@ Datum apply_transition(const LockedRun& locked, Datum document, const ValidPropo
   const char nulls[10] = {
       ' ', ' ', ' ', ' ', ' ', ' ', ' ', effect.claimed_at ? ' ' : 'n', effect.wake_at ? ' ' : 'n',
       '\0'};
-  spi_execute(update_statement, values, nulls);
+  if (spi_execute(update_statement, values, nulls) != 1)
+    throw std::logic_error("apply_transition: the locked run " + locked.run.run_id +
+                           " was not updated");
   bool isnull = false;
   const Datum stored = spi_transfer(spi_value(0, 1, &isnull), false, -1);
   if (effect.due_now) notify_due(locked.queue);

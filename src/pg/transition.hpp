@@ -16,7 +16,13 @@ struct LockedRun {
   StoredRun run;
   std::string queue;
   Datum document;
+  std::string version;  // the locked row version's ctid, as text
 };
+
+// Raises invalid_mutation unless `locked`'s row is still the version that was
+// locked: a mutation function must only decide, never write the run itself
+// (directly, or by re-entering docket on it). Needs an open SPI connection.
+void require_unchanged(const LockedRun& locked);
 
 // Locks run `run_id` if `scope` can see it; nullopt otherwise. Needs an open
 // SPI connection.
