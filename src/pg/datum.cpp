@@ -172,8 +172,8 @@ Micros store_now() {
         timestamptz_in, CStringGetDatum(fake), ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1)));
   });
   if (TIMESTAMP_NOT_FINITE(now))
-    fail(Reason::bad_argument, std::string("docket.fake_now must be a finite timestamp, got '") +
-                                   fake + "'");
+    fail(Reason::bad_argument,
+         std::string("docket.fake_now must be a finite timestamp, got '") + fake + "'");
   return now;
 }
 

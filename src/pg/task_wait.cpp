@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/task.hpp"
+#include "pg/claim.hpp"
 #include "pg/datum.hpp"
 #include "pg/spi.hpp"
 #include "pg/task_store.hpp"
@@ -137,6 +138,21 @@ void hold(Datum run_id, Datum token, Micros now) {
   judge_locked(run_id, token_value(token), now, false);
 }
 
+// Raises the fence's verdict when the committed row already shows that
+// `token` does not hold the task, before anything about the task's steps,
+// events or children is looked at: a caller without the claim learns nothing
+// else, and an event slot is never touched for it. Unlocked, and final:
+// stale, cancelled and not_found never change back for a token. A task the
+// token holds (or one past its deadline) is judged again under its lock.
+void precheck(Datum run_id, Datum token, Micros now) {
+  const auto rows = read_tasks(text_array({text_value(run_id)}));
+  const std::optional<TaskFacts> facts =
+      rows.empty() ? std::nullopt : std::optional<TaskFacts>(rows.front().second);
+  const TaskVerdict verdict = judge_task(facts, token_value(token), now, false);
+  if (verdict != TaskVerdict::held && verdict != TaskVerdict::overdue)
+    raise_task_verdict(verdict, text_value(run_id));
+}
+
 // Writes the suspended version and records `event` (sleeping or waiting); the
 // caller holds the run's lock and claim. The version carries wake_pending, so
 // the claim that resumes the task records that it woke (claim.cpp).
@@ -228,11 +244,12 @@ Datum await_event(FunctionCallInfo fcinfo) {
   const Micros now = store_now();
 
   spi_connect();
+  precheck(run_id, token, now);
   // Replay: the first outcome of this step is final.
   const StoredStep stored = stored_step(run_id, step_name);
   if (stored.found) {
-    check_step_kind(step, stored.shape, StepKind::event_wait);
     hold(run_id, token, now);
+    check_step_kind(step, stored.shape, StepKind::event_wait);
     const Datum status = text_datum(*stored.shape.status);
     const Datum payload = stored.payload_null ? Datum(0) : spi_transfer(stored.payload, false, -1);
     spi_finish();
@@ -306,10 +323,11 @@ Datum await_task(FunctionCallInfo fcinfo) {
   const Micros now = store_now();
 
   spi_connect();
+  precheck(run_id, token, now);
   const StoredStep stored = stored_step(run_id, step_name);
   if (stored.found) {
-    check_step_kind(step, stored.shape, StepKind::child_join);
     hold(run_id, token, now);
+    check_step_kind(step, stored.shape, StepKind::child_join);
     const Datum value = spi_transfer(stored.value, false, -1);
     const Datum state = stored.state_null ? Datum(0) : spi_transfer(stored.state, false, -1);
     spi_finish();
