@@ -1,10 +1,12 @@
 // docket::Client: the producer API. No threads, no state beyond a connection or
-// a caller's transaction: with a transaction, spawning joins the application's
-// own transaction and commits or rolls back with it.
+// a caller's transaction and its spawn defaults: with a transaction, spawning
+// joins the application's own transaction and commits or rolls back with it.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -15,6 +17,11 @@
 
 namespace docket {
 
+// Option precedence (docs/tasks.md "Spawn defaults and before_spawn"): the
+// Client's defaults, then the defaults registered for the task name, then the
+// call's own options; a set field overrides the layers below it. An optional
+// field is set when it holds a value; queue and owner_scope count as set when
+// they differ from "default" and "tenantless"; headers merge key by key.
 struct SpawnOptions {
   std::string queue = "default";
   std::string owner_scope = "tenantless";
@@ -33,6 +40,26 @@ struct SpawnOptions {
 
 using SpawnResult = sql::SpawnResult;
 
+// What Client::spawn is about to spawn, after option precedence: the
+// before_spawn hook may rewrite any of it.
+struct SpawnRequest {
+  std::string task_name;
+  Json params;
+  SpawnOptions options;
+};
+
+// Called by Client::spawn on the caller's thread before anything is sent. It
+// may rewrite the request (add headers such as a traceparent, route to another
+// queue, rename...). Its output is validated: an invalid request throws
+// BadArgument ("before_spawn returned an invalid spawn: ...") and nothing is
+// spawned; an exception it throws propagates and nothing is spawned.
+using BeforeSpawn = std::function<void(SpawnRequest& request)>;
+
+struct ClientOptions {
+  SpawnOptions defaults;     // the lowest layer of option precedence
+  BeforeSpawn before_spawn;  // optional
+};
+
 // Client::wait: how a waiter polls task_result. Each poll is one indexed read in
 // its own transaction; the interval starts at first_poll and doubles up to
 // max_poll. Nothing is added to the completion path (no NOTIFY per task).
@@ -49,10 +76,18 @@ bool settled_state(const std::string& state);
 class Client {
  public:
   // Each call runs in its own transaction on `connection`.
-  explicit Client(pqxx::connection_base& connection);
+  explicit Client(pqxx::connection_base& connection, ClientOptions options = {});
   // Each call runs inside `transaction`, which the caller commits.
-  explicit Client(pqxx::transaction_base& transaction);
+  explicit Client(pqxx::transaction_base& transaction, ClientOptions options = {});
 
+  // Registers the defaults of one task name (the middle layer of option
+  // precedence), replacing any registered before.
+  void set_task_defaults(const std::string& task_name, SpawnOptions defaults);
+  // The options a spawn of `task_name` with `options` gets before before_spawn:
+  // client defaults, then the task name's, then `options`.
+  SpawnOptions resolve_options(const std::string& task_name, const SpawnOptions& options) const;
+
+  // Resolves the options, runs before_spawn, validates its output and spawns.
   SpawnResult spawn(const std::string& task_name, const Json& params = Json::object(),
                     const SpawnOptions& options = {});
   bool emit_event(const std::string& event_name, const Json& payload = nullptr,
@@ -78,6 +113,8 @@ class Client {
 
   pqxx::connection_base* connection_ = nullptr;
   pqxx::transaction_base* transaction_ = nullptr;
+  ClientOptions options_;
+  std::map<std::string, SpawnOptions> task_defaults_;
 };
 
 }  // namespace docket
