@@ -45,6 +45,7 @@ void LeaseWatchdog::run() {
     const Clock::time_point now = Clock::now();
     Clock::time_point next = Clock::time_point::max();
     std::vector<std::shared_ptr<Runner>> overdue;
+    std::vector<std::pair<std::shared_ptr<Runner>, Clock::duration>> warned;
     for (const std::shared_ptr<Runner>& runner : runners_) {
       const Clock::time_point since = runner->last_progress();
       if (now >= since + 2 * lease) {
@@ -54,6 +55,7 @@ void LeaseWatchdog::run() {
       if (now >= since + lease) {
         if (runner->mark_warned()) {
           AtomicCounters::add(pool_->counters.lease_warnings);
+          if (pool_->options.hooks.on_lease_warning) warned.emplace_back(runner, now - since);
           const sql::ClaimedTask& task = runner->task();
           pool_->log(LogLevel::warning,
                      "task " + task.task_name + " (run " + task.run_id + ") made no progress for " +
@@ -64,6 +66,11 @@ void LeaseWatchdog::run() {
       } else {
         next = std::min(next, since + lease);
       }
+    }
+    if (!warned.empty()) {
+      lock.unlock();  // user code: do not block watch()
+      for (const auto& [runner, quiet] : warned) warn(*runner, quiet);
+      lock.lock();
     }
     if (!overdue.empty()) {
       lock.unlock();  // releasing talks to the database: do not block watch()
@@ -79,6 +86,21 @@ void LeaseWatchdog::run() {
   }
   lock.unlock();
   connection_.reset();
+}
+
+void LeaseWatchdog::warn(const Runner& runner, Clock::duration quiet) noexcept {
+  const sql::ClaimedTask& task = runner.task();
+  const TaskEvent event{pool_->options.queue, task.task_name, task.run_id,
+                        task.attempt,         task.params,    task.headers};
+  const LeaseWarning warning{event, pool_->options.lease,
+                             std::chrono::duration_cast<std::chrono::nanoseconds>(quiet)};
+  try {
+    pool_->options.hooks.on_lease_warning(warning);
+  } catch (const std::exception& e) {
+    pool_->log(LogLevel::warning, "the on_lease_warning hook threw: " + std::string(e.what()));
+  } catch (...) {
+    pool_->log(LogLevel::warning, "the on_lease_warning hook threw");
+  }
 }
 
 void LeaseWatchdog::stop_runner(Runner& runner) {

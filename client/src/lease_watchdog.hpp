@@ -34,6 +34,8 @@ class LeaseWatchdog {
  private:
   void run();
   void stop_runner(Runner& runner);
+  // Calls the on_lease_warning hook (without the lock held).
+  void warn(const Runner& runner, Clock::duration quiet) noexcept;
 
   const std::shared_ptr<PoolShared> pool_;
   std::mutex mutex_;

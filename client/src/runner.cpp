@@ -129,19 +129,50 @@ void Runner::execute() {
     return;
   }
 
+  const TaskEvent event{pool_->options.queue, task_.task_name, task_.run_id,
+                        task_.attempt,        task_.params,    task_.headers};
+  const WorkerPoolHooks& hooks = pool_->options.hooks;
+  if (hooks.on_task_start) call_hook("on_task_start", [&] { hooks.on_task_start(event); });
+  AtomicCounters::add(pool_->counters.started);
+  TaskEnd::Outcome outcome = TaskEnd::Outcome::lost;
+  try {
+    outcome = run_handler(*handler, context);
+  } catch (...) {
+    end_task(event, outcome);
+    throw;
+  }
+  end_task(event, outcome);
+}
+
+void Runner::end_task(const TaskEvent& event, TaskEnd::Outcome outcome) noexcept {
+  const WorkerPoolHooks& hooks = pool_->options.hooks;
+  if (!hooks.on_task_end) return;
+  const TaskEnd end{event, outcome, std::chrono::nanoseconds(handler_nanos_),
+                    outcome == TaskEnd::Outcome::failed && retry_scheduled_, end_error_};
+  call_hook("on_task_end", [&] { hooks.on_task_end(end); });
+}
+
+template <typename Fn>
+void Runner::call_hook(const char* name, Fn&& fn) noexcept {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    pool_->log(LogLevel::warning, describe() + ": the " + name + " hook threw: " + e.what());
+  } catch (...) {
+    pool_->log(LogLevel::warning, describe() + ": the " + name + " hook threw");
+  }
+}
+
+TaskEnd::Outcome Runner::run_handler(const Handler& handler, Context& context) {
   Json result;
   std::optional<Json> failure;
   bool retry = true;
-  AtomicCounters::add(pool_->counters.started);
   try {
     // Observes the handler's duration when it returns or throws (before the catch).
     const HandlerTimer timer(pool_->counters.handler_seconds, handler_nanos_);
-    result = (*handler)(context, task_.params);
+    result = handler(context, task_.params);
   } catch (const ControlSignal& signal) {
-    if (signal.context() == &context) {
-      on_signal(signal.kind());
-      return;
-    }
+    if (signal.context() == &context) return on_signal(signal.kind());
     // Only our own context's signals mean anything; another one is a bug in the task.
     failure = error_json("a control signal of another task's context escaped the handler",
                          "docket::ControlSignal");
@@ -149,7 +180,7 @@ void Runner::execute() {
     pool_->counters.lost.fetch_add(1);
     pool_->log(LogLevel::warning,
                describe() + ": outcome of a database call unknown, not finalized: " + e.what());
-    return;
+    return TaskEnd::Outcome::lost;
   } catch (const PermanentError& e) {
     failure = error_json(e.what(), type_name(typeid(e)));
     retry = false;
@@ -160,40 +191,33 @@ void Runner::execute() {
   }
 
   // A handler that swallowed its context's signal still must not finalize.
-  if (const std::optional<ControlSignal::Kind> signalled = context.signalled()) {
-    on_signal(*signalled);
-    return;
-  }
-  if (invalidated_.load()) {
-    on_signal(ControlSignal::Kind::invalidated);
-    return;
-  }
-  if (failure) {
-    finalize_failure(*failure, retry);
-  } else {
-    finalize_success(result);
-  }
+  if (const std::optional<ControlSignal::Kind> signalled = context.signalled())
+    return on_signal(*signalled);
+  if (invalidated_.load()) return on_signal(ControlSignal::Kind::invalidated);
+  if (failure) return finalize_failure(*failure, retry);
+  return finalize_success(result);
 }
 
-void Runner::on_signal(ControlSignal::Kind kind) {
+TaskEnd::Outcome Runner::on_signal(ControlSignal::Kind kind) {
   switch (kind) {
     case ControlSignal::Kind::suspended:
       pool_->counters.suspended.fetch_add(1);
       pool_->log(LogLevel::debug, describe() + ": suspended");
-      return;
+      return TaskEnd::Outcome::suspended;
     case ControlSignal::Kind::cancelled:
       pool_->counters.cancelled.fetch_add(1);
       pool_->log(LogLevel::info, describe() + ": cancelled, unwound without finalizing");
-      return;
+      return TaskEnd::Outcome::cancelled;
     case ControlSignal::Kind::lost:
       pool_->counters.lost.fetch_add(1);
       pool_->log(LogLevel::warning, describe() + ": its claim was lost (stale fence)");
-      return;
+      return TaskEnd::Outcome::lost;
     case ControlSignal::Kind::invalidated:
       // Already counted when the watchdog or the shutdown stopped it.
       pool_->log(LogLevel::info, describe() + ": a stopped runner returned; nothing finalized");
-      return;
+      return TaskEnd::Outcome::stopped;
   }
+  return TaskEnd::Outcome::lost;
 }
 
 void Runner::defer() {
@@ -217,13 +241,14 @@ void Runner::defer() {
   }
 }
 
-void Runner::finalize(const char* outcome, const std::function<void()>& call) {
+TaskEnd::Outcome Runner::finalize(const char* outcome, const std::function<void()>& call) {
   try {
     call();
+    return TaskEnd::Outcome::completed;  // the caller's outcome: the call went through
   } catch (const Cancelled&) {
-    on_signal(ControlSignal::Kind::cancelled);
+    return on_signal(ControlSignal::Kind::cancelled);
   } catch (const StaleFence&) {
-    on_signal(ControlSignal::Kind::lost);
+    return on_signal(ControlSignal::Kind::lost);
   } catch (const NotFound& e) {
     pool_->counters.lost.fetch_add(1);
     pool_->log(LogLevel::error, describe() + ": " + outcome + " refused: " + e.what());
@@ -234,14 +259,15 @@ void Runner::finalize(const char* outcome, const std::function<void()>& call) {
     pool_->counters.lost.fetch_add(1);
     pool_->log(LogLevel::error, describe() + ": could not record its " + outcome + ": " + e.what());
   }
+  return TaskEnd::Outcome::lost;
 }
 
-void Runner::finalize_success(const Json& result) {
+TaskEnd::Outcome Runner::finalize_success(const Json& result) {
   // Group-committed with other runners' completions. The runner thread does not
   // wait for the flush: it goes on with the next claim, and the outcome comes
   // back to this runner (kept alive by the callback) on the flusher thread.
   std::shared_ptr<Runner> self = shared_from_this();
-  finalize("completion", [&] {
+  return finalize("completion", [&] {
     pool_->flusher.complete_task_async(
         task_.run_id, task_.claim_token, result,
         [self](const std::exception_ptr& error) { self->on_completed(error); });
@@ -260,22 +286,29 @@ void Runner::on_completed(const std::exception_ptr& error) noexcept {
   }
 }
 
-void Runner::finalize_failure(const Json& error, bool retry) {
-  finalize("failure", [&] {
+TaskEnd::Outcome Runner::finalize_failure(const Json& error, bool retry) {
+  end_error_ = error;
+  TaskEnd::Outcome recorded = TaskEnd::Outcome::failed;
+  const TaskEnd::Outcome refused = finalize("failure", [&] {
     const ConnectionLease lease = connection();
     const sql::FailOutcome outcome = autocommit(*lease, true, [&](pqxx::transaction_base& tx) {
       return sql::fail_task(tx, task_.run_id, task_.claim_token, error, retry);
     });
     if (outcome.disposition == "cancelled") {
       pool_->counters.cancelled.fetch_add(1);
+      recorded = TaskEnd::Outcome::cancelled;
     } else {
       pool_->counters.failed.fetch_add(1);
-      if (outcome.disposition == "retry_scheduled") pool_->counters.retried.fetch_add(1);
+      if (outcome.disposition == "retry_scheduled") {
+        pool_->counters.retried.fetch_add(1);
+        retry_scheduled_ = true;
+      }
     }
     pool_->log(LogLevel::info, describe() + ": failed (" + outcome.disposition +
                                    (retry ? "" : ", permanent") +
                                    "): " + error.value("message", std::string()));
   });
+  return refused == TaskEnd::Outcome::completed ? recorded : refused;
 }
 
 }  // namespace docket::detail

@@ -21,6 +21,8 @@
 #include "context_backend.hpp"
 #include "docket/context.hpp"
 #include "docket/sql.hpp"
+#include "docket/task_catalog.hpp"
+#include "docket/worker_pool.hpp"
 #include "pool_shared.hpp"
 
 namespace docket::detail {
@@ -59,16 +61,25 @@ class Runner final : public ContextBackend, public std::enable_shared_from_this<
 
  private:
   void execute();
+  // Invokes the handler and carries its outcome out; returns the outcome.
+  TaskEnd::Outcome run_handler(const Handler& handler, Context& context);
+  // The on_task_end hook, if any, for a started task.
+  void end_task(const TaskEvent& event, TaskEnd::Outcome outcome) noexcept;
+  // Runs a hook; what it throws is logged.
+  template <typename Fn>
+  void call_hook(const char* name, Fn&& fn) noexcept;
   void defer();
-  void finalize_success(const Json& result);
+  TaskEnd::Outcome finalize_success(const Json& result);
   // The flusher decided this runner's completion (null error: completed).
   void on_completed(const std::exception_ptr& error) noexcept;
   // retry = false (the handler threw PermanentError): failed for good.
-  void finalize_failure(const Json& error, bool retry);
+  TaskEnd::Outcome finalize_failure(const Json& error, bool retry);
   // Runs the finalizing call: the database refusing it (cancelled, claim lost)
-  // ends the attempt with no competing outcome; a lost connection is not guessed.
-  void finalize(const char* outcome, const std::function<void()>& call);
-  void on_signal(ControlSignal::Kind kind);
+  // ends the attempt with no competing outcome; a lost connection is not
+  // guessed. Returns `completed` when the call went through, else what the
+  // refusal means (cancelled, lost).
+  TaskEnd::Outcome finalize(const char* outcome, const std::function<void()>& call);
+  TaskEnd::Outcome on_signal(ControlSignal::Kind kind);
   // Gives the slot back if this runner still holds it; true when it did.
   bool release_slot() noexcept;
   std::string describe() const;
@@ -86,7 +97,10 @@ class Runner final : public ContextBackend, public std::enable_shared_from_this<
   std::atomic<bool> stuck_{false};
   std::atomic<bool> warned_{false};
   std::atomic<Clock::rep> progress_at_;
-  std::uint64_t handler_nanos_ = 0;  // the handler's duration (runner thread only)
+  // Runner thread only: for the on_task_end hook.
+  std::uint64_t handler_nanos_ = 0;  // the handler's duration
+  bool retry_scheduled_ = false;
+  Json end_error_;  // the failure document, when it failed
 };
 
 }  // namespace docket::detail

@@ -13,6 +13,7 @@
 #include "docket/errors.hpp"
 #include "docket/sql.hpp"
 #include "lease_watchdog.hpp"
+#include "metrics_server.hpp"
 #include "pool_shared.hpp"
 #include "poller.hpp"
 #include "runner.hpp"
@@ -53,6 +54,7 @@ void validate(const TaskCatalog& catalog, const WorkerPoolOptions& options) {
     throw std::invalid_argument("WorkerPool: flush_connections must be >= 1");
   if (options.runner_connections < 1)
     throw std::invalid_argument("WorkerPool: runner_connections must be >= 1");
+  if (!options.metrics_address.empty()) detail::parse_listen_address(options.metrics_address);
 }
 
 // One runner thread. It co-owns what it touches, so a thread detached at
@@ -112,6 +114,7 @@ class WorkerPool::Impl final : public detail::RunnerHost {
   bool running() const { return state_.load() == State::running; }
   PoolCounters counters() const;
   MetricsSnapshot metrics() const;
+  int metrics_port() const { return metrics_port_.load(); }
 
   // RunnerHost (called by the poller thread)
   void reap() override;
@@ -140,6 +143,8 @@ class WorkerPool::Impl final : public detail::RunnerHost {
   std::unique_ptr<detail::Poller> poller_;
   std::mutex workers_mutex_;
   std::list<Entry> workers_;
+  std::unique_ptr<detail::MetricsServer> metrics_server_;  // lifecycle_mutex_
+  std::atomic<int> metrics_port_{0};
 };
 
 void WorkerPool::Impl::start() {
@@ -151,6 +156,12 @@ void WorkerPool::Impl::start() {
   std::unique_ptr<pqxx::connection> connection = detail::connect(options_);
   sql::in_transaction(*connection, false,
                       [](pqxx::transaction_base& tx) { sql::require_supported_schema(tx); });
+  // Bound before any claim too: a port in use makes start() throw with nothing claimed.
+  if (!options_.metrics_address.empty()) {
+    metrics_server_ =
+        std::make_unique<detail::MetricsServer>([this] { return to_prometheus(metrics()); });
+    metrics_port_.store(metrics_server_->start(options_.metrics_address));
+  }
   watchdog_ = std::make_shared<detail::LeaseWatchdog>(shared_);
   watchdog_->start();
   shared_->flusher.start(detail::connect(options_));
@@ -174,6 +185,8 @@ void WorkerPool::Impl::start_thread() {
 void WorkerPool::Impl::stop() {
   const std::lock_guard<std::mutex> lock(lifecycle_mutex_);
   if (state_.load() != State::running) {
+    if (metrics_server_) metrics_server_->stop();  // a start() that failed after binding
+    metrics_port_.store(0);
     state_.store(State::stopped);
     return;
   }
@@ -192,6 +205,8 @@ void WorkerPool::Impl::stop() {
   // 5. Everything handed to the flusher is committed (or reported) before it stops.
   shared_->flusher.stop();
   shared_->connections.close();
+  if (metrics_server_) metrics_server_->stop();  // the final figures stay in metrics()
+  metrics_port_.store(0);
   state_.store(State::stopped);
   shared_->log(LogLevel::info, "worker pool of queue " + options_.queue + " stopped");
 }
@@ -392,6 +407,27 @@ PoolCounters WorkerPool::counters() const {
 }
 MetricsSnapshot WorkerPool::metrics() const {
   return impl_->metrics();
+}
+int WorkerPool::metrics_port() const {
+  return impl_->metrics_port();
+}
+
+const char* to_string(TaskEnd::Outcome outcome) noexcept {
+  switch (outcome) {
+    case TaskEnd::Outcome::completed:
+      return "completed";
+    case TaskEnd::Outcome::failed:
+      return "failed";
+    case TaskEnd::Outcome::suspended:
+      return "suspended";
+    case TaskEnd::Outcome::cancelled:
+      return "cancelled";
+    case TaskEnd::Outcome::lost:
+      return "lost";
+    case TaskEnd::Outcome::stopped:
+      return "stopped";
+  }
+  return "unknown";
 }
 
 }  // namespace docket

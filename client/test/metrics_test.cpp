@@ -7,6 +7,7 @@
 #include <string>
 
 #include <gtest/gtest.h>
+#include <httplib.h>
 #include <pqxx/pqxx>
 
 #include "docket/client.hpp"
@@ -167,6 +168,85 @@ TEST_F(MetricsPoolTest, CountersMatchTheWorkDone) {
   EXPECT_EQ(samples.at("docket_tasks_failed_total" + q), kFails);
   EXPECT_EQ(samples.at("docket_tasks_started_total" + q), kOk + kSteps + kFails);
   EXPECT_EQ(samples.at("docket_flush_size_sum" + q), kOk + kSteps + 2 * kSteps);
+}
+
+TEST_F(MetricsPoolTest, EndpointIsScrapedOverHttp) {
+  TaskCatalog catalog =
+      TaskCatalog::Builder().add("ok", [](Context&, const Json&) { return Json(1); }).build();
+  constexpr int kTasks = 5;
+  for (int i = 0; i < kTasks; ++i) spawn("ok");
+  WorkerPoolOptions o = options();
+  o.metrics_address = "127.0.0.1:0";  // a free port
+  WorkerPool pool(std::move(catalog), o);
+  EXPECT_EQ(pool.metrics_port(), 0);
+  pool.start();
+  const int port = pool.metrics_port();
+  ASSERT_GT(port, 0);
+  ASSERT_TRUE(eventually([&] { return pool.metrics().tasks_completed == kTasks; }));
+
+  httplib::Client http("127.0.0.1", port);
+  const httplib::Result response = http.Get("/metrics");
+  ASSERT_TRUE(response) << httplib::to_string(response.error());
+  EXPECT_EQ(response->status, 200);
+  EXPECT_EQ(response->get_header_value("Content-Type").rfind("text/plain; version=0.0.4", 0), 0u)
+      << response->get_header_value("Content-Type");
+  const test::Samples samples = test::parse_prometheus(response->body);
+  const std::string q = "{queue=\"" + queue_ + "\"}";
+  EXPECT_EQ(samples.at("docket_tasks_completed_total" + q), kTasks);
+  EXPECT_EQ(samples.at("docket_tasks_started_total" + q), kTasks);
+  EXPECT_EQ(samples.at("docket_tasks_claimed_total" + q), kTasks);
+  EXPECT_EQ(samples.at("docket_tasks_failed_total" + q), 0);
+  EXPECT_EQ(samples.at("docket_stuck_runners_total" + q), 0);
+  EXPECT_EQ(samples.at("docket_concurrency" + q), 3);
+  EXPECT_EQ(samples.at("docket_handler_duration_seconds_count" + q), kTasks);
+  EXPECT_EQ(
+      samples.at("docket_handler_duration_seconds_bucket{queue=\"" + queue_ + "\",le=\"+Inf\"}"),
+      kTasks);
+  EXPECT_EQ(samples.at("docket_claim_duration_seconds_count" + q),
+            samples.at("docket_claims_total" + q));
+  for (const char* family : {"docket_claim_duration_seconds", "docket_handler_duration_seconds",
+                             "docket_flush_size", "docket_flush_duration_seconds"}) {
+    EXPECT_EQ(samples.count(std::string(family) + "_sum" + q), 1u) << family;
+    EXPECT_EQ(samples.count(std::string(family) + "_count" + q), 1u) << family;
+  }
+  const httplib::Result missing = http.Get("/other");
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 404);
+
+  pool.stop();
+  EXPECT_EQ(pool.metrics_port(), 0);
+  EXPECT_FALSE(httplib::Client("127.0.0.1", port).Get("/metrics"));  // the listener is closed
+  EXPECT_EQ(pool.metrics().tasks_completed, kTasks);                 // the snapshot stays
+}
+
+TEST_F(MetricsPoolTest, UnusableAddressRefusesToStart) {
+  const auto catalog = [] {
+    return TaskCatalog::Builder().add("ok", [](Context&, const Json&) { return Json(1); }).build();
+  };
+  const std::string run_id = spawn("ok");
+  for (const std::string address : {"no-port", "127.0.0.1:99999", "127.0.0.1:x"}) {
+    WorkerPoolOptions o = options();
+    o.metrics_address = address;
+    WorkerPool pool(catalog(), o);
+    EXPECT_THROW(pool.start(), std::invalid_argument) << address;
+    EXPECT_FALSE(pool.running());
+  }
+  // A port another listener holds: start() throws, nothing is claimed.
+  WorkerPoolOptions first_options = options();
+  first_options.queue = unique_name("metrics_other");  // claims nothing of ours
+  first_options.metrics_address = "127.0.0.1:0";
+  WorkerPool first(catalog(), first_options);
+  first.start();
+  WorkerPoolOptions o = options();
+  o.metrics_address = "127.0.0.1:" + std::to_string(first.metrics_port());
+  WorkerPool second(catalog(), o);
+  EXPECT_THROW(second.start(), std::runtime_error);
+  EXPECT_FALSE(second.running());
+  EXPECT_EQ(second.metrics().tasks_claimed, 0u);
+  first.stop();
+  const std::optional<Json> result = client_->task_result("system", run_id);
+  ASSERT_TRUE(result);
+  EXPECT_EQ((*result)["state"], "pending");
 }
 
 }  // namespace

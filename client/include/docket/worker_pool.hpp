@@ -24,6 +24,7 @@
 
 #include <pqxx/pqxx>
 
+#include "docket/json.hpp"
 #include "docket/logger.hpp"
 #include "docket/metrics.hpp"
 #include "docket/task_catalog.hpp"
@@ -37,6 +38,59 @@ namespace docket {
 // factory again for a replacement. Called from the pool's threads (poller,
 // flusher, runners, watchdog), possibly concurrently: it must be thread-safe.
 using ConnectionFactory = std::function<std::unique_ptr<pqxx::connection>()>;
+
+// What the WorkerPool hooks receive about a task (docs/operating.md "Hooks").
+// The references are valid only during the hook's call: copy what you keep.
+struct TaskEvent {
+  const std::string& queue;
+  const std::string& task_name;
+  const std::string& run_id;
+  int attempt;
+  const Json& params;
+  const Json& headers;  // the spawn's headers (say a W3C traceparent)
+};
+
+struct TaskEnd {
+  enum class Outcome {
+    completed,  // the handler returned; its completion went to the group commit
+    failed,     // the handler threw; fail_task recorded it (retry_scheduled: retried)
+    suspended,  // a durable sleep, an event or child wait
+    cancelled,  // the task was cancelled (DK010): unwound, nothing finalized
+    lost,       // the claim was lost (DK001) or the outcome is unknown (Ambiguous)
+    stopped,    // the watchdog or a shutdown stopped the runner first
+  };
+  const TaskEvent& task;
+  Outcome outcome;
+  std::chrono::nanoseconds duration;  // the handler's, invocation to return or throw
+  bool retry_scheduled;               // failed: the database scheduled another attempt
+  const Json& error;                  // failed: the error document stored; else null
+};
+
+struct LeaseWarning {
+  const TaskEvent& task;
+  std::chrono::milliseconds lease;          // WorkerPoolOptions::lease
+  std::chrono::nanoseconds since_progress;  // since its claim or last step/heartbeat
+};
+
+// Hooks for tracing and logging; each is optional. They run on the pool's
+// threads, so they must be thread-safe and quick; an exception they throw is
+// logged and otherwise ignored (it never changes a task's outcome). For each
+// started task: on_task_start, then (at most once per lease without progress)
+// on_lease_warning, then on_task_end, exactly once.
+struct WorkerPoolHooks {
+  // On the runner thread, just before the handler is invoked (not for a claim
+  // of an unknown task name, which is deferred without starting).
+  std::function<void(const TaskEvent&)> on_task_start;
+  // On the runner thread, once the outcome is handed to the database: after
+  // fail_task, a suspension or a refusal returned; for `completed`, once the
+  // completion is queued for the group commit (it commits right after; a
+  // commit the database refuses is counted in docket_tasks_lost_total).
+  std::function<void(const TaskEnd&)> on_task_end;
+  // On the watchdog thread, when a runner made no progress for one lease.
+  std::function<void(const LeaseWarning&)> on_lease_warning;
+};
+
+const char* to_string(TaskEnd::Outcome outcome) noexcept;
 
 struct WorkerPoolOptions {
   std::string conninfo;  // libpq connection string ("" = PG* environment)
@@ -97,6 +151,13 @@ struct WorkerPoolOptions {
   bool fire_schedules = true;
   std::chrono::milliseconds schedule_interval{1000};
   std::shared_ptr<Logger> logger;  // default: stderr, info
+  WorkerPoolHooks hooks;
+  // Serve the pool's metrics over HTTP (GET /metrics, Prometheus text format):
+  // "host:port" ("127.0.0.1:9464"; ":9464" listens on every interface; port 0
+  // picks a free one, see metrics_port()). "" (the default): no listener. A
+  // port that cannot be bound makes start() throw. Several pools in one
+  // process need one port each, or serve to_prometheus() themselves.
+  std::string metrics_address;
 };
 
 struct PoolCounters {
@@ -133,6 +194,8 @@ class WorkerPool {
   // The pool's metrics now (docs/operating.md): cheap, callable from any thread
   // at any time, also before start() and after stop().
   MetricsSnapshot metrics() const;
+  // The port the metrics listener is bound to (0: no listener, or not started).
+  int metrics_port() const;
 
  private:
   class Impl;
