@@ -4,6 +4,28 @@
 
 \echo Use "CREATE EXTENSION docket" to load this file. \quit
 
+-- The schema must be docket's own: created now by CREATE EXTENSION, or created
+-- empty beforehand by the role that installs docket. A schema that another
+-- role owns, or that already holds objects or default privileges, could carry
+-- that role's functions, types or grants into docket: refused (42501).
+DO $$
+DECLARE
+  owner oid;
+BEGIN
+  SELECT n.nspowner INTO owner FROM pg_catalog.pg_namespace n WHERE n.nspname = 'docket';
+  IF owner IS DISTINCT FROM (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname = current_user) THEN
+    RAISE EXCEPTION 'schema docket is owned by role %, not by %, who installs docket',
+      owner::regrole, current_user USING ERRCODE = '42501';
+  END IF;
+  IF EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.relnamespace = 'docket'::regnamespace)
+     OR EXISTS (SELECT 1 FROM pg_catalog.pg_proc p WHERE p.pronamespace = 'docket'::regnamespace)
+     OR EXISTS (SELECT 1 FROM pg_catalog.pg_type t WHERE t.typnamespace = 'docket'::regnamespace)
+     OR EXISTS (SELECT 1 FROM pg_catalog.pg_default_acl d WHERE d.defaclnamespace = 'docket'::regnamespace) THEN
+    RAISE EXCEPTION 'schema docket already holds objects or default privileges: docket installs only into an empty schema of its own'
+      USING ERRCODE = '42501';
+  END IF;
+END $$;
+
 -------------------------------------------------------------------------------
 -- Types
 -------------------------------------------------------------------------------
