@@ -122,6 +122,19 @@ bool connection_class(const std::string& sqlstate) {
          sqlstate == "57P03";
 }
 
+// libpqxx 6 leaves sqlstate() empty for an error raised while it prepares a
+// statement (on its first use), e.g. a missing EXECUTE privilege; its class
+// still tells the SQLSTATE of the errors a PREPARE can raise.
+std::string sqlstate_of(const pqxx::sql_error& e) {
+  if (!e.sqlstate().empty()) return e.sqlstate();
+  if (dynamic_cast<const pqxx::insufficient_privilege*>(&e) != nullptr) return "42501";
+  if (dynamic_cast<const pqxx::undefined_function*>(&e) != nullptr) return "42883";
+  if (dynamic_cast<const pqxx::undefined_table*>(&e) != nullptr) return "42P01";
+  if (dynamic_cast<const pqxx::undefined_column*>(&e) != nullptr) return "42703";
+  if (dynamic_cast<const pqxx::syntax_error*>(&e) != nullptr) return "42601";
+  return "";
+}
+
 [[noreturn]] void throw_for_sqlstate(const std::string& state, const std::string& message,
                                      bool mutating) {
   if (state == "DK001") throw StaleFence(state, message);
@@ -163,7 +176,7 @@ void rethrow_mapped(bool mutating) {
       throw Ambiguous("", std::string("connection lost during a mutating call: ") + e.what());
     throw ConnectionLost("", e.what());
   } catch (const pqxx::sql_error& e) {
-    throw_for_sqlstate(e.sqlstate(), primary_message(e.what()), mutating);
+    throw_for_sqlstate(sqlstate_of(e), primary_message(e.what()), mutating);
   }
 }
 

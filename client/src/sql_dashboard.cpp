@@ -1,0 +1,182 @@
+// The sql boundary's operator reads (sql_dashboard.hpp). A scope is always the
+// caller's and is checked by docket's own functions (queue_stats,
+// inspect_run, list_schedules, task_history) or, where a statement reads a
+// table, by the same condition those functions apply. Timestamps come out as
+// JSON text (ISO-8601); no statement selects a claim token.
+#include "docket/sql_dashboard.hpp"
+
+#include <atomic>
+
+#include "docket/sql.hpp"
+
+namespace docket::sql::dashboard {
+
+namespace {
+
+// The scope condition of a table read over docket.runs r, scope in $1.
+#define DOCKET_SCOPE_CONDITION                                                      \
+  "($1::docket.scope = 'system' OR ($1 = 'tenantless' AND r.tenant_id IS NULL) OR " \
+  "(pg_catalog.left($1, 7) = 'tenant:' AND r.tenant_id = pg_catalog.substr($1, 8)))"
+
+// task_result's state, from the run's columns (docket/sql task_result).
+#define DOCKET_TASK_STATE                                                                \
+  "CASE WHEN r.status IN ('completed', 'failed', 'cancelled', 'waiting') THEN r.status " \
+  "WHEN r.poisoned_at IS NOT NULL THEN 'poisoned' "                                      \
+  "WHEN r.claimed_at IS NOT NULL THEN 'running' "                                        \
+  "WHEN r.document -> 'waiting' ->> 'kind' IN ('event', 'child') THEN 'waiting' "        \
+  "WHEN r.wake_at > docket.now() THEN 'sleeping' ELSE 'pending' END"
+
+struct StatementText {
+  const char* name;
+  const char* sql;
+};
+
+constexpr StatementText kStatements[] = {
+    {"docket_dash_queue_stats",
+     "SELECT pg_catalog.to_jsonb(docket.now()) #>> '{}', "
+     "coalesce((SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object("
+     "'queue', s.queue, 'due', s.due, 'scheduled', s.scheduled, 'running', s.running,"
+     " 'waiting', s.waiting, 'poisoned', s.poisoned, 'oldest_due_at', s.oldest_due_at,"
+     " 'oldest_due_age_ms', floor(1000 * extract(epoch FROM docket.now() - s.oldest_due_at)),"
+     " 'completed_last_minute', s.completed_last_minute,"
+     " 'failed_last_minute', s.failed_last_minute) ORDER BY s.queue)"
+     " FROM docket.queue_stats($1::docket.scope) s), '[]')::text"},
+    {"docket_dash_list_tasks",
+     "WITH page AS ("
+     " SELECT r.run_id, r.tenant_id, t.task_name, t.queue, r.started_at, r.updated_at,"
+     " " DOCKET_TASK_STATE " AS state, (r.document ->> 'attempt')::int AS attempts"
+     " FROM docket.runs r JOIN docket.tasks t ON t.run_id = r.run_id"
+     " WHERE " DOCKET_SCOPE_CONDITION
+     " AND ($2::text IS NULL OR t.queue = $2) AND ($4::text IS NULL OR t.task_name = $4)"
+     " AND ($5::text IS NULL OR (r.started_at, r.run_id) <"
+     " ((SELECT c.started_at FROM docket.runs c WHERE c.run_id = $5), $5)))"
+     " SELECT pg_catalog.jsonb_build_object('run_id', run_id, 'tenant_id', tenant_id,"
+     " 'task_name', task_name, 'queue', queue, 'state', state, 'attempts', attempts,"
+     " 'started_at', started_at, 'updated_at', updated_at)::text"
+     " FROM page WHERE ($3::text IS NULL OR state = $3)"
+     " ORDER BY started_at DESC, run_id DESC LIMIT $6::int + 1"},
+    {"docket_dash_task_detail",
+     "SELECT (pg_catalog.jsonb_build_object('run_id', t.run_id, 'task_name', t.task_name,"
+     " 'queue', t.queue, 'params', t.params, 'headers', t.headers,"
+     " 'max_attempts', t.max_attempts, 'retry', t.retry, 'idempotency_key', t.idempotency_key,"
+     " 'created_at', t.created_at, 'cancel_at', t.cancel_at, 'deadline_at', t.deadline_at,"
+     " 'steps', coalesce((SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object("
+     "'step_name', s.step_name, 'value', s.value, 'completed_at', s.completed_at)"
+     " ORDER BY s.completed_at, s.step_name) FROM docket.task_steps s"
+     " WHERE s.run_id = t.run_id), '[]'))"
+     " || pg_catalog.jsonb_build_object('status', r.status, 'started_at', r.started_at,"
+     " 'updated_at', r.updated_at, 'checkpoint_seq', r.checkpoint_seq))::text"
+     " FROM docket.tasks t JOIN docket.runs r ON r.run_id = t.run_id WHERE t.run_id = $2"
+     " AND docket.inspect_run($1::docket.scope, $2) IS NOT NULL"},
+    {"docket_dash_now", "SELECT pg_catalog.to_jsonb(docket.now()) #>> '{}'"},
+    {"docket_dash_has_task_history",
+     "SELECT pg_catalog.to_regprocedure("
+     "'docket.task_history(docket.scope, text, bigint, integer)') IS NOT NULL"},
+    {"docket_dash_task_history",
+     "SELECT pg_catalog.jsonb_build_object('seq', h.seq, 'type', h.type, 'payload', h.payload,"
+     " 'recorded_at', h.recorded_at)::text"
+     " FROM docket.task_history($1::docket.scope, $2, $3::bigint, $4::int) h"},
+    {"docket_dash_list_events",
+     "SELECT pg_catalog.jsonb_build_object('seq', e.seq, 'type', e.type, 'payload', e.payload,"
+     " 'recorded_at', e.recorded_at)::text"
+     " FROM docket.list_events($1::docket.scope, $2, $3::bigint, $4::int) e"},
+    {"docket_dash_poisoned_runs",
+     "SELECT pg_catalog.jsonb_build_object('run_id', r.run_id, 'tenant_id', r.tenant_id,"
+     " 'queue', r.queue, 'graph_id', r.graph_id, 'poisoned_at', r.poisoned_at,"
+     " 'poison_reason', r.poison_reason, 'claim_attempts', r.claim_attempts,"
+     " 'claim_abandons', r.claim_abandons)::text"
+     " FROM docket.runs r WHERE r.poisoned_at IS NOT NULL AND " DOCKET_SCOPE_CONDITION
+     " ORDER BY r.poisoned_at, r.run_id LIMIT $2::int"},
+    {"docket_dash_list_schedules",
+     "SELECT pg_catalog.jsonb_build_object('schedule_name', s.schedule_name, 'cron', s.cron,"
+     " 'task_name', s.task_name, 'queue', s.queue, 'owner_scope', s.owner_scope,"
+     " 'next_run_at', s.next_run_at)::text FROM docket.list_schedules($1::docket.scope) s"},
+};
+
+#undef DOCKET_SCOPE_CONDITION
+#undef DOCKET_TASK_STATE
+
+const char* or_null(const std::optional<std::string>& value) {
+  return value ? value->c_str() : nullptr;
+}
+
+std::vector<Json> json_rows(const pqxx::result& result) {
+  std::vector<Json> out;
+  out.reserve(result.size());
+  for (const pqxx::row& row : result) out.push_back(Json::parse(row[0].c_str()));
+  return out;
+}
+
+// Once task_history is installed it stays: remembered for the process.
+std::atomic<bool> g_has_task_history{false};
+
+}  // namespace
+
+void prepare(pqxx::connection_base& connection) {
+  for (const StatementText& statement : kStatements) {
+    connection.prepare(statement.name, statement.sql);
+  }
+}
+
+std::string now(pqxx::transaction_base& tx) {
+  return tx.exec_prepared1("docket_dash_now")[0].as<std::string>();
+}
+
+QueueStats queue_stats(pqxx::transaction_base& tx, const std::string& scope) {
+  const pqxx::row row = tx.exec_prepared1("docket_dash_queue_stats", scope);
+  QueueStats out;
+  out.now = row[0].as<std::string>();
+  out.queues = Json::parse(row[1].c_str()).get<std::vector<Json>>();
+  return out;
+}
+
+Json list_tasks(pqxx::transaction_base& tx, const std::string& scope, const TaskQuery& query) {
+  std::vector<Json> entries = json_rows(
+      tx.exec_prepared("docket_dash_list_tasks", scope, or_null(query.queue), or_null(query.state),
+                       or_null(query.task_name), or_null(query.after_run_id), query.page_limit));
+  const bool has_more = entries.size() > static_cast<std::size_t>(query.page_limit);
+  if (has_more) entries.resize(static_cast<std::size_t>(query.page_limit));
+  Json next_after = nullptr;
+  if (has_more) next_after = entries.back()["run_id"];
+  return Json{{"entries", entries}, {"has_more", has_more}, {"next_after", next_after}};
+}
+
+std::optional<Json> task_detail(pqxx::transaction_base& tx, const std::string& scope,
+                                const std::string& run_id) {
+  const pqxx::result facts = tx.exec_prepared("docket_dash_task_detail", scope, run_id);
+  if (facts.empty()) return std::nullopt;
+  Json detail = Json::parse(facts[0][0].c_str());
+  const std::optional<Json> result = sql::task_result(tx, scope, run_id);
+  const std::optional<Json> info = sql::inspect_run(tx, scope, run_id);
+  if (!result || !info) return std::nullopt;
+  for (const char* key : {"state", "result", "error", "attempts"})
+    detail[key] = result->value(key, Json());
+  // The run's claim and poison facts; inspect_run never carries the token.
+  for (const char* key : {"tenant_id", "checkpoint_type", "wake_at", "claimed_at", "claim_attempts",
+                          "claim_abandons", "poisoned_at", "poison_reason"})
+    detail[key] = info->value(key, Json());
+  const Json& run = (*info)["run"];
+  detail["waiting"] = run.is_object() ? run.value("waiting", Json()) : Json();
+  return detail;
+}
+
+std::vector<Json> task_history(pqxx::transaction_base& tx, const std::string& scope,
+                               const std::string& run_id, std::int64_t after_seq, int page_limit) {
+  if (!g_has_task_history.load(std::memory_order_relaxed) &&
+      tx.exec_prepared1("docket_dash_has_task_history")[0].as<bool>())
+    g_has_task_history.store(true, std::memory_order_relaxed);
+  const char* statement = g_has_task_history.load(std::memory_order_relaxed)
+                              ? "docket_dash_task_history"
+                              : "docket_dash_list_events";
+  return json_rows(tx.exec_prepared(statement, scope, run_id, after_seq, page_limit));
+}
+
+std::vector<Json> poisoned_runs(pqxx::transaction_base& tx, const std::string& scope, int limit) {
+  return json_rows(tx.exec_prepared("docket_dash_poisoned_runs", scope, limit));
+}
+
+std::vector<Json> list_schedules(pqxx::transaction_base& tx, const std::string& scope) {
+  return json_rows(tx.exec_prepared("docket_dash_list_schedules", scope));
+}
+
+}  // namespace docket::sql::dashboard
