@@ -92,7 +92,8 @@ TEST(CrashRecovery, KilledWorkerProcessIsResumedFromItsLastStep) {
   EXPECT_EQ((*Client(connection).task_result("system", run_id))["state"], "running")
       << "the dead worker's claim holds until it expires";
 
-  // Another worker with a short lease: the dead claim expires after one lease.
+  // Another worker with a short lease: the dead claim expires once the dead
+  // worker's own lease (5 s) has passed since its last step, not the new one's.
   WorkerPoolOptions pool_options;
   pool_options.conninfo = conninfo();
   pool_options.queue = queue;

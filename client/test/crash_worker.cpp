@@ -20,7 +20,11 @@ int main(int argc, char** argv) {
   options.queue = argv[2];
   options.concurrency = 1;
   options.poll_interval = std::chrono::milliseconds(100);
-  options.lease = std::chrono::milliseconds(60000);  // never the watchdog: the kill ends it
+  // The claim's lease: the test's recovering pool takes the task over once it
+  // has passed (a claim never expires before its holder's lease, whatever lease
+  // the next claimer passes). Long enough that the watchdog (two leases) never
+  // acts before the kill.
+  options.lease = std::chrono::milliseconds(5000);
   docket::WorkerPool pool(
       docket::TaskCatalog::Builder()
           .add(docket::test::kCrashTask, docket::test::crash_task_handler(argv[1], true))

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "core/limits.hpp"
 
 namespace docket {
 
@@ -28,6 +29,15 @@ void validate_claim_policy(const ClaimPolicy& policy) {
 
 Micros expiry_cutoff(const ClaimPolicy& policy) noexcept {
   return add_millis(policy.now, -policy.orphan_ttl_ms);
+}
+
+std::int64_t stored_lease_ms(std::int64_t lease_ms) noexcept {
+  return std::clamp<std::int64_t>(lease_ms, 0, kMaxDurationMs);
+}
+
+Micros expired_eligible_at(Micros claimed_at, std::int64_t ttl_ms,
+                           std::optional<std::int64_t> lease_ms) noexcept {
+  return add_millis(claimed_at, lease_ms ? std::max(ttl_ms, *lease_ms) : ttl_ms);
 }
 
 namespace {

@@ -35,9 +35,22 @@ void validate_claim_policy(const ClaimPolicy& policy);
 // now - claimed_at > orphan_ttl_ms. Saturates instead of overflowing.
 Micros expiry_cutoff(const ClaimPolicy& policy) noexcept;
 
+// Per-claim leases (docs/tasks.md "Leases"). A claim made with a lease
+// (claim_tasks' lease_ms, stored on the run as lease_ms) never expires before
+// claimed_at + lease, whatever TTL a later claimer passes: it is expired only
+// when now - claimed_at exceeds both that claimer's TTL and the lease. A claim
+// without one (claim_due's) expires by the claimer's TTL alone, as in seed 000.
+// The stored lease is capped at kMaxDurationMs (ten years), so the arithmetic
+// in the candidate scan never overflows.
+std::int64_t stored_lease_ms(std::int64_t lease_ms) noexcept;
+
+// An expired candidate's eligible time: claimed_at + max(ttl, lease).
+Micros expired_eligible_at(Micros claimed_at, std::int64_t ttl_ms,
+                           std::optional<std::int64_t> lease_ms) noexcept;
+
 struct Candidate {
   std::string run_id;
-  Micros eligible_at = 0;  // wake_at (ready) or claimed_at + ttl (expired)
+  Micros eligible_at = 0;  // wake_at (ready) or expired_eligible_at (expired)
   int claim_attempts = 0;
 };
 

@@ -80,6 +80,30 @@ TaskTransition child_wait_transition() noexcept {
   return {Status::waiting, "suspended", ScheduleKind::external, std::nullopt};
 }
 
+TaskTransition bound_by_deadline(TaskTransition transition,
+                                 std::optional<Micros> deadline_at) noexcept {
+  if (!deadline_at) return transition;
+  switch (transition.schedule) {
+    case ScheduleKind::at:
+      transition.wake_at = bound_wake(transition.wake_at.value_or(*deadline_at), deadline_at);
+      break;
+    case ScheduleKind::external:
+      transition.status = Status::running;
+      transition.schedule = ScheduleKind::at;
+      transition.wake_at = *deadline_at;
+      break;
+    case ScheduleKind::retain_claim:
+    case ScheduleKind::immediate:
+    case ScheduleKind::terminal:
+      break;
+  }
+  return transition;
+}
+
+Micros bound_wake(Micros wake_at, std::optional<Micros> deadline_at) noexcept {
+  return deadline_at ? std::min(wake_at, *deadline_at) : wake_at;
+}
+
 ClaimedTaskAction decide_claimed_task(const ClaimedTaskFacts& facts, Micros now) noexcept {
   if (!facts.is_task) return ClaimedTaskAction::hand_back;
   // Deadlines are checked for the claimed tasks only: no scan of live tasks.

@@ -81,6 +81,19 @@ TaskTransition sleep_transition(Micros wake_at) noexcept;
 TaskTransition event_wait_transition(std::optional<Micros> timeout_at) noexcept;
 TaskTransition child_wait_transition() noexcept;
 
+// Eager deadlines: a task with a max-duration deadline never sleeps, waits or
+// backs off past it. A wake after the deadline becomes the deadline, and a
+// wait with no wake (an event wait without a timeout, a child wait) becomes a
+// wake at the deadline (status running, as a wait with a timeout: the document
+// still says what it waits for). The claim path then meets the task at its
+// deadline like any due task and cancels it (decide_claimed_task), with no
+// scan of live tasks. Terminal and immediate transitions, and tasks without a
+// deadline, are unchanged.
+TaskTransition bound_by_deadline(TaskTransition transition,
+                                 std::optional<Micros> deadline_at) noexcept;
+// The same for a bare wake time (defer_task's backoff).
+Micros bound_wake(Micros wake_at, std::optional<Micros> deadline_at) noexcept;
+
 // Cancel reasons recorded in the document.
 constexpr const char* kCancelAfter = "cancel_after_ms";
 constexpr const char* kMaxDuration = "max_duration_ms";
@@ -120,9 +133,12 @@ FirstStart first_start(const ClaimedTaskFacts& facts, Micros now) noexcept;
 // count was not ended by a transition; a stored step resets the count).
 std::string claimed_wake_reason(int claim_attempt, bool expired, const std::string& stored_reason);
 
-// heartbeat: the claim time it writes (only ever forward). With extend_ms the
-// claim time is now + extend_ms, so the claim cannot expire before then
-// whatever TTL a claimer passes (expiry is now - claimed_at > ttl).
+// heartbeat: the point the claim must live to, now + extend_ms (now without
+// it). The statement writes claimed_at = greatest(claimed_at, now, point -
+// lease), only ever forward: a claim expires once now - claimed_at exceeds
+// both the claimer's TTL and the holder's lease (claim.hpp), so it cannot
+// expire before the point whatever TTL a claimer passes, and a claim with a
+// lease is not kept longer than needed.
 Micros heartbeat_claimed_at(Micros now, std::optional<std::int64_t> extend_ms) noexcept;
 
 // Raises bad_argument unless extend_ms is NULL or within [0, kMaxDurationMs].

@@ -24,10 +24,10 @@ namespace {
 // runs_ready(_queue) and runs_claimed word for word so the planner can use
 // them, and each ORDER BY is its index order; sql/plans_claim.sql pins these
 // plans. Columns: expired?, run_id, eligible column (wake_at or claimed_at),
-// claim_attempts. run_id ties order bytewise (COLLATE "C", as the indexes):
-// the core merges the two classes with the same byte order, whatever the
-// database's collation. $1 is now, $3 the expiry cutoff (claimed_at < cutoff
-// means now - claimed_at > ttl).
+// claim_attempts, lease_ms (NULL for the ready class). run_id ties order
+// bytewise (COLLATE "C", as the indexes): the core merges the two classes with
+// the same byte order, whatever the database's collation. $1 is now, $3 the
+// expiry cutoff (claimed_at < cutoff means now - claimed_at > ttl).
 //
 // The ready queue subquery says `queue = ANY(ARRAY[$4]) ... ORDER BY queue, ...`
 // rather than `queue = $4`: a plain equality makes the queue sort key
@@ -39,28 +39,36 @@ namespace {
 // refresh stays a HOT update): claimed_at >= claim_started_at, so every
 // expired claim lies in the range claim_started_at < cutoff; claimed_at is
 // checked on the row and the few rows in range are sorted by it. The queue,
-// the index's last column, is checked in the index.
+// the index's last column, is checked in the index. A claim with a lease
+// (lease_ms, set by claim_tasks) is also checked on the row: it is expired only
+// once its lease has passed too (core/claim.hpp), whatever the TTL ($3).
 Statement candidates_statement{
-    "SELECT false, run_id, wake_at, claim_attempts FROM (SELECT run_id, wake_at, claim_attempts"
+    "SELECT false, run_id, wake_at, claim_attempts, NULL::bigint FROM (SELECT run_id, wake_at,"
+    " claim_attempts"
     " FROM docket.runs WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL"
     " AND wake_at IS NOT NULL AND wake_at <= $1"
     " ORDER BY wake_at, run_id COLLATE \"C\" LIMIT $2 FOR UPDATE SKIP LOCKED) AS ready"
-    " UNION ALL SELECT true, run_id, claimed_at, claim_attempts FROM (SELECT run_id, claimed_at,"
-    " claim_attempts FROM docket.runs WHERE status = 'running' AND poisoned_at IS NULL"
-    " AND claim_token IS NOT NULL AND claim_started_at < $3 AND claimed_at < $3"
+    " UNION ALL SELECT true, run_id, claimed_at, claim_attempts, lease_ms FROM (SELECT run_id,"
+    " claimed_at, claim_attempts, lease_ms FROM docket.runs WHERE status = 'running'"
+    " AND poisoned_at IS NULL AND claim_token IS NOT NULL AND claim_started_at < $3"
+    " AND claimed_at < $3 AND (lease_ms IS NULL"
+    " OR claimed_at + lease_ms * interval '1 millisecond' < $1)"
     " ORDER BY claimed_at, run_id COLLATE \"C\" LIMIT $2 FOR UPDATE SKIP LOCKED) AS expired",
     3,
     {TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID},
     nullptr};
 
 Statement candidates_queue_statement{
-    "SELECT false, run_id, wake_at, claim_attempts FROM (SELECT run_id, wake_at, claim_attempts"
+    "SELECT false, run_id, wake_at, claim_attempts, NULL::bigint FROM (SELECT run_id, wake_at,"
+    " claim_attempts"
     " FROM docket.runs WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL"
     " AND wake_at IS NOT NULL AND queue = ANY(ARRAY[$4]) AND wake_at <= $1"
     " ORDER BY queue, wake_at, run_id COLLATE \"C\" LIMIT $2 FOR UPDATE SKIP LOCKED) AS ready"
-    " UNION ALL SELECT true, run_id, claimed_at, claim_attempts FROM (SELECT run_id, claimed_at,"
-    " claim_attempts FROM docket.runs WHERE status = 'running' AND poisoned_at IS NULL"
-    " AND claim_token IS NOT NULL AND claim_started_at < $3 AND claimed_at < $3 AND queue = $4"
+    " UNION ALL SELECT true, run_id, claimed_at, claim_attempts, lease_ms FROM (SELECT run_id,"
+    " claimed_at, claim_attempts, lease_ms FROM docket.runs WHERE status = 'running'"
+    " AND poisoned_at IS NULL AND claim_token IS NOT NULL AND claim_started_at < $3"
+    " AND claimed_at < $3 AND queue = $4 AND (lease_ms IS NULL"
+    " OR claimed_at + lease_ms * interval '1 millisecond' < $1)"
     " ORDER BY claimed_at, run_id COLLATE \"C\" LIMIT $2 FOR UPDATE SKIP LOCKED) AS expired",
     4,
     {TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, TEXTOID},
@@ -71,13 +79,13 @@ Statement candidates_queue_statement{
 // over the whole table. Both return the same columns (see Returned).
 #define DOCKET_LEASE_SET                                                     \
   "UPDATE docket.runs SET claim_token = gen_random_uuid(), claimed_at = $2," \
-  " claim_started_at = $2, wake_at = NULL, claim_attempts = claim_attempts + 1"
+  " claim_started_at = $2, wake_at = NULL, claim_attempts = claim_attempts + 1, lease_ms = $3"
 #define DOCKET_LEASE_RETURNING                                                       \
   " WHERE run_id = ANY($1)"                                                          \
   " RETURNING run_id, tenant_id, graph_id, graph_hash, checkpoint_seq, claim_token," \
   " claimed_at, claim_attempts, poisoned_at, poison_reason, queue"
 Statement lease_statement{
-    DOCKET_LEASE_SET DOCKET_LEASE_RETURNING, 2, {TEXTARRAYOID, TIMESTAMPTZOID}, nullptr};
+    DOCKET_LEASE_SET DOCKET_LEASE_RETURNING, 3, {TEXTARRAYOID, TIMESTAMPTZOID, INT8OID}, nullptr};
 
 // The same for claim_tasks: also the task's attempt and wake reason, which
 // its document carries, so the task layer need not read the run again; and
@@ -103,8 +111,8 @@ Statement lease_task_statement{
     " UNION ALL SELECT run_id, event_seq, 'claimed', jsonb_build_object('attempt', attempt), $2"
     " FROM leased WHERE graph_hash = 'task')"
     " SELECT * FROM leased",
-    2,
-    {TEXTARRAYOID, TIMESTAMPTZOID},
+    3,
+    {TEXTARRAYOID, TIMESTAMPTZOID, INT8OID},
     nullptr};
 #undef DOCKET_LEASE_SET
 #undef DOCKET_LEASE_RETURNING
@@ -164,7 +172,7 @@ struct Candidates {
 };
 
 // Runs the candidate scan and reads its rows; an expired candidate's eligible
-// time is its claimed_at plus the TTL.
+// time is its claimed_at plus the TTL or its lease, the longer.
 Candidates scan(const ClaimRequest& args) {
   const ClaimPolicy& policy = args.policy;
   Datum values[4] = {TimestampTzGetDatum(policy.now), Int64GetDatum(policy.limit),
@@ -180,8 +188,15 @@ Candidates scan(const ClaimRequest& args) {
     const bool expired = DatumGetBool(spi_value(row, 1, &isnull));
     Candidate c;
     c.run_id = text_value(spi_value(row, 2, &isnull));
-    c.eligible_at = add_millis(DatumGetTimestampTz(spi_value(row, 3, &isnull)),
-                               expired ? policy.orphan_ttl_ms : 0);
+    const Micros at = DatumGetTimestampTz(spi_value(row, 3, &isnull));
+    if (expired) {
+      const Datum lease = spi_value(row, 5, &isnull);
+      c.eligible_at = expired_eligible_at(
+          at, policy.orphan_ttl_ms,
+          isnull ? std::nullopt : std::optional<std::int64_t>(DatumGetInt64(lease)));
+    } else {
+      c.eligible_at = at;
+    }
     c.claim_attempts = DatumGetInt32(spi_value(row, 4, &isnull));
     (expired ? out.expired : out.ready).push_back(std::move(c));
   }
@@ -201,11 +216,14 @@ HistoryEvent poisoned_event(const ClaimRow& row, std::int64_t last_seq) {
 // own: lease_task_statement).
 // `outcome` must live outside SPI memory.
 void apply(Statement& statement, const std::vector<std::string>& ids, Micros now, Datum outcome,
-           std::int64_t ttl_ms, const std::unordered_map<std::string, std::size_t>& position,
+           std::int64_t ttl_ms, std::optional<std::int64_t> lease_ms,
+           const std::unordered_map<std::string, std::size_t>& position,
            std::vector<ClaimRow>& output, std::vector<HistoryEvent>& history) {
   if (ids.empty()) return;
-  const Datum values[2] = {text_array(ids), TimestampTzGetDatum(now)};
-  const std::uint64_t rows = spi_execute(statement, values, nullptr);
+  const Datum values[3] = {text_array(ids), TimestampTzGetDatum(now),
+                           Int64GetDatum(lease_ms.value_or(0))};
+  const char nulls[4] = {' ', ' ', lease_ms ? ' ' : 'n', '\0'};
+  const std::uint64_t rows = spi_execute(statement, values, nulls);
   if (rows != ids.size()) throw std::logic_error("claim_due: a locked candidate was not updated");
   for (std::uint64_t row = 0; row < rows; ++row) {
     bool isnull = false;
@@ -293,9 +311,9 @@ std::vector<ClaimRow> claim_runs(const ClaimRequest& args, Datum lease_text, Dat
   std::vector<ClaimRow> output(picks.size());
   std::vector<HistoryEvent> history;
   apply(args.task_facts ? lease_task_statement : lease_statement, lease_ids, policy.now, lease_text,
-        policy.orphan_ttl_ms, position, output, history);
-  apply(poison_statement, poison_ids, policy.now, poisoned_text, policy.orphan_ttl_ms, position,
-        output, history);
+        policy.orphan_ttl_ms, args.lease_ms, position, output, history);
+  apply(poison_statement, poison_ids, policy.now, poisoned_text, policy.orphan_ttl_ms, std::nullopt,
+        position, output, history);
   append_history(history, policy.now);
   for (std::size_t i = 0; i < picks.size(); ++i)
     output[i].expired = picks[i].cls == ClaimClass::expired;

@@ -16,6 +16,9 @@ struct ClaimRequest {
   ClaimPolicy policy;
   std::optional<std::string> queue;  // nullopt: every queue
   bool task_facts = false;           // also return each lease's task attempt and wake reason
+  // The lease each new claim is granted (stored as runs.lease_ms; nullopt: none,
+  // the claim expires by the next claimer's TTL, as claim_due's do).
+  std::optional<std::int64_t> lease_ms;
 };
 
 // Columns of claim_due's result, 0-based.

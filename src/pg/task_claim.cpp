@@ -93,6 +93,8 @@ Datum claim_tasks(FunctionCallInfo fcinfo) {
   request.queue = text_value(PG_GETARG_DATUM(0));
   validate_queue(*request.queue);
   request.task_facts = true;
+  // lease_ms is this claim's lease too: no later claimer takes it over sooner.
+  request.lease_ms = stored_lease_ms(request.policy.orphan_ttl_ms);
   if (request.policy.limit == 1) {
     request.policy.preference = prefer_expired_next ? ClaimClass::expired : ClaimClass::ready;
     prefer_expired_next = !prefer_expired_next;

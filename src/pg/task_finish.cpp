@@ -17,11 +17,13 @@ namespace docket::pg {
 
 namespace {
 
-// The fenced claim refresh, only forward: to $4 (now, or now + extend_ms: a
-// claim time in the future keeps the claim from expiring before it, whatever
-// TTL a claimer passes), fenced at $3 (now).
+// The fenced claim refresh, only forward, fenced at $3 (now): to now, or with
+// extend_ms to $4 - lease ($4 = now + extend_ms), so that the claim, expired
+// only once now - claimed_at exceeds both a claimer's TTL and its lease
+// (core/claim.hpp), lives at least until $4 whatever TTL a claimer passes.
 Statement refresh_statement{
-    "UPDATE docket.runs SET claimed_at = greatest(claimed_at, $4)"
+    "UPDATE docket.runs SET claimed_at = greatest(claimed_at, $3,"
+    " $4 - coalesce(lease_ms, 0) * interval '1 millisecond')"
     " WHERE run_id = $1 AND claim_token = $2 AND graph_hash = 'task'"
     " AND (deadline_at IS NULL OR deadline_at > $3)",
     4,
@@ -46,8 +48,8 @@ Statement failing_statement{
 
 // defer_task's jitter comes from the run id and the defer count.
 Statement defer_statement{
-    "SELECT checkpoint_seq, claim_abandons, hashtext(run_id || ':' || claim_abandons) & 1023"
-    " FROM docket.runs WHERE run_id = $1",
+    "SELECT checkpoint_seq, claim_abandons, hashtext(run_id || ':' || claim_abandons) & 1023,"
+    " deadline_at FROM docket.runs WHERE run_id = $1",
     1,
     {TEXTOID},
     nullptr};
@@ -123,8 +125,8 @@ Datum fail_task(FunctionCallInfo fcinfo) {
   raise_task_verdict(judge_task(facts, token_value(token), now, /*allow_overdue=*/true),
                      text_value(run_id));
   const bool overdue = facts->deadline_at && *facts->deadline_at <= now;
-  const FailDecision d = decide_failure(failed_attempt, max_attempts, overdue, retry_allowed, now,
-                                        retry_delay_ms(policy, failed_attempt, random_fraction()));
+  FailDecision d = decide_failure(failed_attempt, max_attempts, overdue, retry_allowed, now,
+                                  retry_delay_ms(policy, failed_attempt, random_fraction()));
   const std::string error_json = json_text(error);
   const std::string kept_error = history_error(error_json);
   Datum changes = Datum(0);
@@ -143,7 +145,9 @@ Datum fail_task(FunctionCallInfo fcinfo) {
       changes = json_object({{"attempt", std::to_string(failed_attempt + 1)},
                              {"wake_reason", json_string("retry")},
                              {"last_error", error_json}});
-      transition = retry_transition(*d.retry_at);
+      // Not past the deadline (eager deadlines): due then, and cancelled.
+      transition = bound_by_deadline(retry_transition(*d.retry_at), facts->deadline_at);
+      d.retry_at = transition.wake_at;
       events.push_back(
           {"retry_scheduled", json_object({{"attempt", std::to_string(failed_attempt + 1)},
                                            {"retry_at", json_timestamp(*d.retry_at)}})});
@@ -191,7 +195,9 @@ Datum defer_task(FunctionCallInfo fcinfo) {
     const int defers = DatumGetInt32(spi_value(0, 2, &isnull));
     const int hash10 = DatumGetInt32(spi_value(0, 3, &isnull));
     policy.now = now;
-    policy.retry_at = add_millis(now, defer_delay_ms(base_ms, cap_ms, defers, hash10));
+    // Not past the task's deadline (eager deadlines): due then, and cancelled.
+    policy.retry_at = bound_wake(add_millis(now, defer_delay_ms(base_ms, cap_ms, defers, hash10)),
+                                 spi_timestamp(0, 4));
     policy.max_claim_abandons = max_defers;
     validate_abandon_policy(policy);
     disposition = abandon_run(run_id, token_value(PG_GETARG_DATUM(1)), policy);

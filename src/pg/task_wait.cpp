@@ -133,9 +133,12 @@ StoredStep stored_step(Datum run_id, Datum step_name) {
   return out;
 }
 
-// Locks the task and raises the fence's verdict unless the claim holds.
-void hold(Datum run_id, Datum token, Micros now) {
-  judge_locked(run_id, token_value(token), now, false);
+// Locks the task and raises the fence's verdict unless the claim holds;
+// returns the task's max-duration deadline.
+std::optional<Micros> hold(Datum run_id, Datum token, Micros now) {
+  const std::optional<TaskFacts> facts = lock_task(run_id);
+  raise_task_verdict(judge_task(facts, token_value(token), now, false), text_value(run_id));
+  return facts->deadline_at;
 }
 
 // Raises the fence's verdict when the committed row already shows that
@@ -153,13 +156,16 @@ void precheck(Datum run_id, Datum token, Micros now) {
     raise_task_verdict(verdict, text_value(run_id));
 }
 
-// Writes the suspended version and records `event` (sleeping or waiting); the
-// caller holds the run's lock and claim. The version carries wake_pending, so
-// the claim that resumes the task records that it woke (claim.cpp).
+// Writes the suspended version, woken at the task's deadline at the latest
+// (eager deadlines), and records `event` (sleeping or waiting); the caller
+// holds the run's lock and claim. The version carries wake_pending, so the
+// claim that resumes the task records that it woke (claim.cpp).
 void suspend(Datum run_id, Datum token, std::vector<std::pair<const char*, std::string>> changes,
-             const TaskTransition& transition, Micros now, const TaskEvent& event) {
+             const TaskTransition& transition, std::optional<Micros> deadline_at, Micros now,
+             const TaskEvent& event) {
   changes.emplace_back("wake_pending", "true");
-  if (!apply_task_transition(run_id, token, json_object(changes), transition, now, false, {event}))
+  if (!apply_task_transition(run_id, token, json_object(changes),
+                             bound_by_deadline(transition, deadline_at), now, false, {event}))
     throw std::logic_error("a locked, held task could not be suspended");
 }
 
@@ -200,7 +206,7 @@ Datum sleep_until(FunctionCallInfo fcinfo) {
   const Micros now = store_now();
 
   spi_connect();
-  hold(run_id, token, now);
+  const std::optional<Micros> deadline_at = hold(run_id, token, now);
   const StoredStep stored = stored_step(run_id, step_name);
   Micros wake = PG_GETARG_TIMESTAMPTZ(3);
   if (stored.found) {
@@ -221,7 +227,7 @@ Datum sleep_until(FunctionCallInfo fcinfo) {
             {{"status", json_string("running")},
              {"wake_reason", json_string("sleep")},
              {"waiting", waiting("sleep", step, nullptr, "")}},
-            sleep_transition(wake), now,
+            sleep_transition(wake), deadline_at, now,
             {"sleeping", json_object({{"until", json_timestamp(wake)}})});
   }
   spi_finish();
@@ -269,7 +275,7 @@ Datum await_event(FunctionCallInfo fcinfo) {
   bool payload_null = true;
   const Datum slot_payload = spi_value(0, 1, &payload_null);
   const std::optional<Micros> emitted_at = spi_timestamp(0, 2);
-  hold(run_id, token, now);
+  const std::optional<Micros> deadline_at = hold(run_id, token, now);
 
   const Datum wait_key[2] = {run_id, step_name};
   std::optional<Micros> timeout_at;
@@ -302,7 +308,7 @@ Datum await_event(FunctionCallInfo fcinfo) {
           {{"status", json_string(timeout_at ? "running" : "waiting")},
            {"wake_reason", json_string(timeout_at ? "timeout" : "event")},
            {"waiting", waiting("event", step, "event", text_value(event_name))}},
-          event_wait_transition(timeout_at), now, {"waiting", json_object(waited)});
+          event_wait_transition(timeout_at), deadline_at, now, {"waiting", json_object(waited)});
   spi_finish();
   return two_columns(fcinfo, text_datum("suspended"), Datum(0), true);
 }
@@ -356,7 +362,7 @@ Datum await_task(FunctionCallInfo fcinfo) {
     fail(Reason::not_found, "child task " + child + " does not exist in this task's scope");
   const std::string child_status = text_value(spi_value(0, 1, &isnull));
   const Datum outcome = spi_value(0, 2, &isnull);
-  hold(run_id, token, now);
+  const std::optional<Micros> deadline_at = hold(run_id, token, now);
   const std::optional<Status> status = parse_status(child_status);
   if (status && is_terminal(*status)) {
     settle(run_id, step_name, outcome, now, token);
@@ -372,7 +378,8 @@ Datum await_task(FunctionCallInfo fcinfo) {
           {{"status", json_string("waiting")},
            {"wake_reason", json_string("child")},
            {"waiting", waiting("child", step, "child", child)}},
-          child_wait_transition(), now, {"waiting", json_object({{"child", json_string(child)}})});
+          child_wait_transition(), deadline_at, now,
+          {"waiting", json_object({{"child", json_string(child)}})});
   spi_finish();
   return two_columns(fcinfo, text_datum("suspended"), Datum(0), true);
 }

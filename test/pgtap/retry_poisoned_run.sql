@@ -108,7 +108,7 @@ SELECT is(docket.retry_poisoned_run('tenantless', 'p', pg_temp.t(100)), pg_temp.
 SELECT is(pg_temp.ops('p'),
   jsonb_build_object('wake_at', pg_temp.t(100), 'claim_token', NULL, 'claimed_at', NULL,
                      'claim_attempts', 0, 'claim_abandons', 0, 'poisoned_at', NULL, 'poison_reason', NULL,
-                     'deadline_at', NULL),
+                     'deadline_at', NULL, 'lease_ms', NULL),
   'poison facts cleared, counters reset, an immediate wake at now (the argument)');
 SELECT is(pg_temp.fixed('p'), (SELECT jsonb_path_query(s, '$[*] ? (@.run_id == "p")') FROM snaps WHERE name = 'all')
   - '{event_seq,wake_at,claim_token,claimed_at,claim_attempts,claim_abandons,poisoned_at,poison_reason}'::text[],
@@ -136,7 +136,7 @@ SELECT lives_ok($$SELECT docket.retry_poisoned_run('system', 'pc', '2030-01-01 0
 SELECT is(pg_temp.ops('pc'),
   jsonb_build_object('wake_at', pg_temp.t(60), 'claim_token', NULL, 'claimed_at', NULL,
                      'claim_attempts', 0, 'claim_abandons', 0, 'poisoned_at', NULL, 'poison_reason', NULL,
-                     'deadline_at', NULL),
+                     'deadline_at', NULL, 'lease_ms', NULL),
   'claim and abandon count cleared too');
 
 -- Poisoned by abandons.
@@ -151,7 +151,7 @@ SELECT is(docket.retry_poisoned_run('system', 'pa', pg_temp.t(3))->>'id', 'pa', 
 SELECT is(pg_temp.ops('pa'),
   jsonb_build_object('wake_at', pg_temp.t(3), 'claim_token', NULL, 'claimed_at', NULL,
                      'claim_attempts', 0, 'claim_abandons', 0, 'poisoned_at', NULL, 'poison_reason', NULL,
-                     'deadline_at', NULL),
+                     'deadline_at', NULL, 'lease_ms', NULL),
   'a run poisoned by abandons is recovered the same way');
 
 -------------------------------------------------------------------------------

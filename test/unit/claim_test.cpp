@@ -313,5 +313,15 @@ TEST(PoisonReasons, AreTheContractWords) {
   EXPECT_STREQ(kPoisonByAbandons, "max_claim_abandons_exceeded");
 }
 
+TEST(ClaimLease, ExpiredEligibleTimeIsTheLongerOfTtlAndLease) {
+  const Micros at = 1'000'000'000;
+  EXPECT_EQ(expired_eligible_at(at, 5000, std::nullopt), at + 5'000'000);  // seed 000
+  EXPECT_EQ(expired_eligible_at(at, 5000, 600000), at + 600'000'000);      // a longer lease
+  EXPECT_EQ(expired_eligible_at(at, 5000, 1000), at + 5'000'000);          // a shorter one
+  EXPECT_EQ(stored_lease_ms(30000), 30000);
+  EXPECT_EQ(stored_lease_ms(std::numeric_limits<std::int64_t>::max()), 86400000LL * 3650);
+  EXPECT_EQ(stored_lease_ms(-1), 0);
+}
+
 }  // namespace
 }  // namespace docket

@@ -156,6 +156,36 @@ TEST(TaskHeartbeat, ExtendMs) {
   expect_error([] { validate_extend_ms(kMaxDurationMs + 1); }, Reason::bad_argument);
 }
 
+TEST(TaskDeadline, BoundsEveryWakeByTheDeadline) {
+  const Micros deadline = kNow + 60'000'000;
+  // No deadline: unchanged.
+  TaskTransition t = bound_by_deadline(child_wait_transition(), std::nullopt);
+  EXPECT_EQ(t.status, Status::waiting);
+  EXPECT_EQ(t.schedule, ScheduleKind::external);
+  EXPECT_FALSE(t.wake_at);
+  // A wait without a wake is due at the deadline, running like a timed wait.
+  for (const TaskTransition& wait :
+       {child_wait_transition(), event_wait_transition(std::nullopt)}) {
+    t = bound_by_deadline(wait, deadline);
+    EXPECT_EQ(t.status, Status::running);
+    EXPECT_EQ(t.schedule, ScheduleKind::at);
+    EXPECT_EQ(t.wake_at, deadline);
+    EXPECT_STREQ(t.checkpoint_type, "suspended");
+  }
+  // A later wake (sleep, timeout, retry) becomes the deadline; an earlier one stays.
+  EXPECT_EQ(bound_by_deadline(sleep_transition(deadline + 1), deadline).wake_at, deadline);
+  EXPECT_EQ(bound_by_deadline(event_wait_transition(deadline + 5), deadline).wake_at, deadline);
+  EXPECT_EQ(bound_by_deadline(retry_transition(deadline + 9), deadline).wake_at, deadline);
+  EXPECT_EQ(bound_by_deadline(sleep_transition(deadline - 1), deadline).wake_at, deadline - 1);
+  // Terminal transitions are untouched.
+  t = bound_by_deadline(complete_transition(), deadline);
+  EXPECT_EQ(t.status, Status::completed);
+  EXPECT_FALSE(t.wake_at);
+  EXPECT_EQ(bound_wake(deadline + 1, deadline), deadline);
+  EXPECT_EQ(bound_wake(deadline - 1, deadline), deadline - 1);
+  EXPECT_EQ(bound_wake(deadline + 1, std::nullopt), deadline + 1);
+}
+
 TEST(TaskRetry, Kinds) {
   RetryPolicy p;
   p.kind = RetryKind::none;
