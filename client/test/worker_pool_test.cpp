@@ -209,8 +209,9 @@ TEST_F(WorkerPoolTest, EndToEndWithStepsSleepEventAndChild) {
   EXPECT_EQ(r["result"]["child"], 42);
   EXPECT_EQ(r["result"]["child_state"], "completed");
 
-  // Replayed on every wake-up, yet every step ran once.
-  EXPECT_GE(probe->executions.load(), 4);
+  // Replayed on every wake-up, yet every step ran once. (The child may finish
+  // before the parent awaits it: then the join does not suspend.)
+  EXPECT_GE(probe->executions.load(), 3);
   EXPECT_EQ(probe->first_charge.load(), 1);
   EXPECT_EQ(probe->second_charge.load(), 1);
   EXPECT_EQ(probe->notify.load(), 1);
@@ -226,7 +227,7 @@ TEST_F(WorkerPoolTest, EndToEndWithStepsSleepEventAndChild) {
   EXPECT_FALSE(pool.running());
   const PoolCounters c = pool.counters();
   EXPECT_EQ(c.completed, 2u);
-  EXPECT_GE(c.suspended, 3u);  // sleep, event, child
+  EXPECT_GE(c.suspended, 2u);  // sleep, event (and child, unless it finished first)
   EXPECT_EQ(c.failed, 0u);
   EXPECT_EQ(c.lost, 0u);
   EXPECT_EQ(c.stuck, 0u);
