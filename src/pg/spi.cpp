@@ -1,5 +1,8 @@
 #include "pg/spi.hpp"
 
+#include <stdexcept>
+#include <string>
+
 namespace docket::pg {
 
 void spi_connect() {
@@ -63,6 +66,16 @@ std::uint64_t spi_execute_key_ordered(Statement& statement, const Datum* values,
 }
 
 Datum spi_value(std::uint64_t row, int column, bool* isnull) {
+  // Every read is checked against the result it reads: a statement that
+  // returned fewer rows than the caller expected (a row deleted under it, a
+  // hostile mutation) raises an error instead of reading past the array.
+  if (SPI_tuptable == nullptr || row >= SPI_tuptable->numvals)
+    throw std::logic_error("docket: read row " + std::to_string(row) + " of a result with " +
+                           std::to_string(SPI_tuptable == nullptr ? 0 : SPI_tuptable->numvals) +
+                           " rows");
+  if (column < 1 || column > SPI_tuptable->tupdesc->natts)
+    throw std::logic_error("docket: read column " + std::to_string(column) + " of a result with " +
+                           std::to_string(SPI_tuptable->tupdesc->natts) + " columns");
   return call([&] {
     return SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, column, isnull);
   });

@@ -40,7 +40,9 @@ std::uint64_t spi_execute(Statement& statement, const Datum* values, const char*
 // cannot deadlock, without a separate lock pass. Prepares a generic plan.
 std::uint64_t spi_execute_key_ordered(Statement& statement, const Datum* values, const char* nulls);
 
-// Column `column` (1-based) of row `row` of the last result.
+// Column `column` (1-based) of row `row` of the last result; a row or column
+// past the result raises an error (std::logic_error, converted at the boundary)
+// instead of reading past it.
 Datum spi_value(std::uint64_t row, int column, bool* isnull);
 
 // Copies a by-reference datum out of SPI memory into the caller's context, so
