@@ -203,4 +203,11 @@ void Context::heartbeat() {
   backend_.progress();
 }
 
+void Context::heartbeat(std::chrono::milliseconds extend) {
+  fenced(true, Statements::one, [&](pqxx::transaction_base& tx) {
+    sql::heartbeat(tx, task_.run_id, task_.claim_token, extend);
+  });
+  backend_.extended(extend);
+}
+
 }  // namespace docket

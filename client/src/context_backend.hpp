@@ -3,6 +3,7 @@
 // LeaseWatchdog. Internal to the client.
 #pragma once
 
+#include <chrono>
 #include <string>
 
 #include <pqxx/pqxx>
@@ -24,6 +25,9 @@ class ContextBackend {
   virtual Json store_step(const std::string& step_name, const Json& value) = 0;
   // A database call confirmed the lease (step, heartbeat): the watchdog restarts.
   virtual void progress() noexcept = 0;
+  // A heartbeat extended the claim by `extend` from now: the watchdog counts it
+  // as progress until the extension ends.
+  virtual void extended(std::chrono::milliseconds extend) noexcept = 0;
   // The queue the task was claimed from (children are spawned there by default).
   virtual const std::string& queue() const noexcept = 0;
 };

@@ -6,7 +6,8 @@
 
 namespace docket::detail {
 
-LeaseWatchdog::LeaseWatchdog(std::shared_ptr<PoolShared> pool) : pool_(std::move(pool)) {}
+LeaseWatchdog::LeaseWatchdog(std::shared_ptr<PoolShared> pool, std::function<void()> on_stuck_exit)
+    : pool_(std::move(pool)), on_stuck_exit_(std::move(on_stuck_exit)) {}
 
 LeaseWatchdog::~LeaseWatchdog() {
   stop();
@@ -37,11 +38,12 @@ void LeaseWatchdog::run() {
   const Clock::duration lease = pool_->options.lease;
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stopping_) {
-    // Runners that gave their slot back (finished or stopped) need no watching.
-    runners_.erase(
-        std::remove_if(runners_.begin(), runners_.end(),
-                       [](const std::shared_ptr<Runner>& r) { return !r->holds_slot(); }),
-        runners_.end());
+    // Runners that gave their slot back (finished) or were stopped need no watching.
+    runners_.erase(std::remove_if(runners_.begin(), runners_.end(),
+                                  [](const std::shared_ptr<Runner>& r) {
+                                    return !r->holds_slot() || r->stopped();
+                                  }),
+                   runners_.end());
     const Clock::time_point now = Clock::now();
     Clock::time_point next = Clock::time_point::max();
     std::vector<std::shared_ptr<Runner>> overdue;
@@ -103,21 +105,39 @@ void LeaseWatchdog::warn(const Runner& runner, Clock::duration quiet) noexcept {
   }
 }
 
+// The stuck-runner policy (docs/tasks.md "Stuck runners"). Either way the run
+// is stopped (its context invalidated), counted and reported, and its slot is
+// given back only once its claim was released, so a pool never runs more than
+// `concurrency` handlers the database still holds claims for. on_stuck = exit:
+// first no more claims at all, then the pool drains and stops with
+// kStuckExitCode (on_stuck_exit). replace: the freed slot takes a new claim on
+// a new thread; a run whose claim could not be released keeps its slot until
+// its thread returns.
 void LeaseWatchdog::stop_runner(Runner& runner) {
   if (!runner.stop()) return;  // it finished just now
+  const bool exit = pool_->options.on_stuck == OnStuck::exit;
+  if (exit) pool_->close_claims();
   const sql::ClaimedTask& task = runner.task();
   if (runner.mark_stuck()) pool_->counters.stuck.fetch_add(1);
-  pool_->log(LogLevel::error, "task " + task.task_name + " (run " + task.run_id +
-                                  ") made no progress for two leases: runner stopped, its "
-                                  "context invalidated, its claim released; the thread is stuck");
+  pool_->log(LogLevel::error,
+             "task " + task.task_name + " (run " + task.run_id +
+                 ") made no progress for two leases: runner stopped, its context invalidated, its "
+                 "claim released; the thread is stuck" +
+                 (exit ? std::string("; on_stuck = exit: the pool stops claiming, drains and "
+                                     "stops with exit code ") +
+                             std::to_string(kStuckExitCode)
+                       : std::string()));
+  bool released = false;
   try {
     if (!connection_) connection_ = connect(pool_->options);
+    released = pool_->release_claim(*connection_, task.run_id, task.claim_token);
+    if (!released) connection_.reset();
   } catch (const std::exception& e) {
     pool_->log(LogLevel::warning,
                "no connection to release run " + task.run_id + " (it expires): " + e.what());
-    return;
   }
-  if (!pool_->release_claim(*connection_, task.run_id, task.claim_token)) connection_.reset();
+  if (released) runner.give_back_slot();
+  if (exit && on_stuck_exit_) on_stuck_exit_();
 }
 
 }  // namespace docket::detail

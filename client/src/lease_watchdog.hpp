@@ -3,11 +3,14 @@
 // holding a slot forever. Without confirmed progress (a step, a heartbeat...)
 // it warns at one lease; at two it stops the runner: its context is
 // invalidated (every further call throws, nothing commits), its claim is
-// released so another claim can run the task, its slot is freed, and the
-// blocked thread is counted as stuck and reported. It never renews a lease.
+// released so another claim can run the task, the blocked thread is counted as
+// stuck and reported, and the pool's on_stuck policy applies (exit: no more
+// claims, the pool drains and stops; replace: its slot, freed once the claim
+// was released, takes a new claim). It never renews a lease.
 #pragma once
 
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -22,7 +25,9 @@ namespace docket::detail {
 
 class LeaseWatchdog {
  public:
-  explicit LeaseWatchdog(std::shared_ptr<PoolShared> pool);
+  // on_stuck_exit: called (on the watchdog thread) after a stuck runner was
+  // handled under on_stuck = exit; it must not wait for the watchdog.
+  LeaseWatchdog(std::shared_ptr<PoolShared> pool, std::function<void()> on_stuck_exit);
   ~LeaseWatchdog();
   LeaseWatchdog(const LeaseWatchdog&) = delete;
   LeaseWatchdog& operator=(const LeaseWatchdog&) = delete;
@@ -38,6 +43,7 @@ class LeaseWatchdog {
   void warn(const Runner& runner, Clock::duration quiet) noexcept;
 
   const std::shared_ptr<PoolShared> pool_;
+  const std::function<void()> on_stuck_exit_;
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;

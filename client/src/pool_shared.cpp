@@ -230,6 +230,7 @@ void PoolShared::free_slot() noexcept {
 int PoolShared::reserve_slots(int wanted, int capacity) noexcept {
   int active = active_.load();
   for (;;) {
+    if (claims_closed_.load()) return 0;
     const int take = std::min(wanted, capacity - active);
     if (take <= 0) return 0;
     if (active_.compare_exchange_weak(active, active + take)) return take;

@@ -208,6 +208,10 @@ class PoolShared {
   // reserve_slots returns how many it reserved: min(wanted, capacity - active).
   int reserve_slots(int wanted, int capacity) noexcept;
   void unreserve_slots(int count) noexcept;
+  // No claim is made any more (reserve_slots returns 0 from now on): the
+  // on_stuck = exit policy closes claims before a stuck run can free a slot.
+  void close_claims() noexcept { claims_closed_.store(true); }
+  bool claims_closed() const noexcept { return claims_closed_.load(); }
   // Wakes wait_until callers (a condition their predicate reads has changed).
   void nudge() noexcept;
   // A runner gave its slot back: wake the poller (immediate refill) and stop().
@@ -230,6 +234,7 @@ class PoolShared {
   bool release_unstarted(pqxx::connection_base& connection, const QueuedClaim& claim) noexcept;
 
  private:
+  std::atomic<bool> claims_closed_{false};
   std::atomic<int> active_{0};
   std::atomic<int> running_{0};
   std::mutex mutex_;

@@ -2,6 +2,7 @@
 
 #include <cxxabi.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <optional>
 #include <typeinfo>
@@ -75,6 +76,16 @@ void Runner::progress() noexcept {
   warned_.store(false);
 }
 
+// The watchdog warns at one lease after last_progress and stops at two; the
+// database keeps the claim until now + extend: both move by what the extension
+// adds beyond one lease.
+void Runner::extended(std::chrono::milliseconds extend) noexcept {
+  const Clock::duration beyond =
+      std::max<Clock::duration>(Clock::duration::zero(), extend - pool_->options.lease);
+  progress_at_.store((Clock::now() + beyond).time_since_epoch().count());
+  warned_.store(false);
+}
+
 bool Runner::release_slot() noexcept {
   if (!slot_held_.exchange(false)) return false;
   pool_->free_slot();
@@ -87,9 +98,15 @@ bool Runner::stop() noexcept {
     invalidated_.store(true);
     if (context_) context_->invalidate();
   }
-  if (!release_slot()) return false;
-  stopped_.store(true);
+  // Taken while the run still holds its slot, once. The slot stays held until
+  // give_back_slot() (or the run returns): the caller gives it back only once
+  // the database no longer holds the claim for this run.
+  if (!slot_held_.load() || stopped_.exchange(true)) return false;
   return true;
+}
+
+void Runner::give_back_slot() noexcept {
+  release_slot();
 }
 
 Json Runner::store_step(const std::string& step_name, const Json& value) {

@@ -38,9 +38,13 @@ class Runner final : public ContextBackend, public std::enable_shared_from_this<
 
   // Stops the runner from outside (watchdog, shutdown): its context is
   // invalidated, so every further call throws and it will not finalize. True
-  // when this call took its slot back (the caller then releases the claim).
+  // for the first stop of a run still holding its slot: the caller then
+  // releases the claim and gives the slot back (give_back_slot), in that order,
+  // so that no other claim runs in its place while the database still holds
+  // this run's claim. The slot is also given back when the run returns.
   bool stop() noexcept;
-  // True once stop() took the slot: the thread, when it returns, retires.
+  void give_back_slot() noexcept;
+  // True once stop() took the run: the thread, when it returns, retires.
   bool stopped() const noexcept { return stopped_.load(); }
   // Counts the runner as stuck once; true for the first call.
   bool mark_stuck() noexcept { return !stuck_.exchange(true); }
@@ -57,6 +61,7 @@ class Runner final : public ContextBackend, public std::enable_shared_from_this<
   ConnectionLease connection() override { return ConnectionLease(pool_->connections); }
   Json store_step(const std::string& step_name, const Json& value) override;
   void progress() noexcept override;
+  void extended(std::chrono::milliseconds extend) noexcept override;
   const std::string& queue() const noexcept override { return pool_->options.queue; }
 
  private:

@@ -54,6 +54,7 @@ constexpr StatementText kStatements[] = {
     {"docket_complete_tasks",
      "SELECT run_id, outcome FROM docket.complete_tasks($1::text[], $2::uuid[], $3::jsonb[])"},
     {"docket_heartbeat", "SELECT docket.heartbeat($1, $2::uuid)"},
+    {"docket_heartbeat_extend", "SELECT docket.heartbeat($1, $2::uuid, $3::bigint)"},
     {"docket_sleep_until",
      "SELECT status, resume_at::text FROM docket.sleep_until($1, $2::uuid, $3, $4::timestamptz)"},
     {"docket_sleep_for",
@@ -351,6 +352,12 @@ std::vector<CompletionOutcome> complete_tasks(pqxx::transaction_base& tx,
 
 void heartbeat(pqxx::transaction_base& tx, const std::string& run_id, const std::string& token) {
   tx.exec_prepared("docket_heartbeat", run_id, token);
+}
+
+void heartbeat(pqxx::transaction_base& tx, const std::string& run_id, const std::string& token,
+               std::chrono::milliseconds extend) {
+  tx.exec_prepared("docket_heartbeat_extend", run_id, token,
+                   static_cast<std::int64_t>(extend.count()));
 }
 
 namespace {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <list>
 #include <mutex>
 #include <optional>
@@ -107,7 +108,15 @@ class WorkerPool::Impl final : public detail::RunnerHost {
       : catalog_(std::move(catalog)),
         options_(std::move(options)),
         shared_(std::make_shared<detail::PoolShared>(catalog_, options_)) {}
-  ~Impl() override { stop(); }
+  ~Impl() override {
+    stop();
+    std::thread exit_thread;  // stopped the pool already, or finds it stopped
+    {
+      const std::lock_guard<std::mutex> lock(exit_mutex_);
+      exit_thread = std::move(exit_thread_);
+    }
+    if (exit_thread.joinable()) exit_thread.join();
+  }
 
   void start();
   void stop();
@@ -115,6 +124,8 @@ class WorkerPool::Impl final : public detail::RunnerHost {
   PoolCounters counters() const;
   MetricsSnapshot metrics() const;
   int metrics_port() const { return metrics_port_.load(); }
+  int wait();
+  int exit_code() const { return exit_code_.load(); }
 
   // RunnerHost (called by the poller thread)
   void reap() override;
@@ -128,6 +139,9 @@ class WorkerPool::Impl final : public detail::RunnerHost {
   };
 
   void start_thread();
+  // on_stuck = exit (from the watchdog thread): stop() on a thread of its own,
+  // once, with kStuckExitCode.
+  void stuck_exit();
   // The runs executing now (never call into a runner while holding workers_mutex_).
   std::vector<std::shared_ptr<detail::Runner>> snapshot();
   void release_queued_claims();
@@ -145,6 +159,11 @@ class WorkerPool::Impl final : public detail::RunnerHost {
   std::list<Entry> workers_;
   std::unique_ptr<detail::MetricsServer> metrics_server_;  // lifecycle_mutex_
   std::atomic<int> metrics_port_{0};
+  std::mutex exit_mutex_;
+  std::thread exit_thread_;  // runs stop() after a stuck runner (on_stuck = exit)
+  std::atomic<int> exit_code_{0};
+  std::mutex stopped_mutex_;
+  std::condition_variable stopped_;  // wait(): the pool stopped
 };
 
 void WorkerPool::Impl::start() {
@@ -162,7 +181,7 @@ void WorkerPool::Impl::start() {
         std::make_unique<detail::MetricsServer>([this] { return to_prometheus(metrics()); });
     metrics_port_.store(metrics_server_->start(options_.metrics_address));
   }
-  watchdog_ = std::make_shared<detail::LeaseWatchdog>(shared_);
+  watchdog_ = std::make_shared<detail::LeaseWatchdog>(shared_, [this] { stuck_exit(); });
   watchdog_->start();
   shared_->flusher.start(detail::connect(options_));
   for (int i = 0; i < options_.concurrency; ++i) start_thread();
@@ -187,7 +206,11 @@ void WorkerPool::Impl::stop() {
   if (state_.load() != State::running) {
     if (metrics_server_) metrics_server_->stop();  // a start() that failed after binding
     metrics_port_.store(0);
-    state_.store(State::stopped);
+    {
+      const std::lock_guard<std::mutex> stopped_lock(stopped_mutex_);
+      state_.store(State::stopped);
+    }
+    stopped_.notify_all();
     return;
   }
   // 1. No new claims; prefetched claims no runner took go back at once.
@@ -207,8 +230,29 @@ void WorkerPool::Impl::stop() {
   shared_->connections.close();
   if (metrics_server_) metrics_server_->stop();  // the final figures stay in metrics()
   metrics_port_.store(0);
-  state_.store(State::stopped);
-  shared_->log(LogLevel::info, "worker pool of queue " + options_.queue + " stopped");
+  {
+    const std::lock_guard<std::mutex> stopped_lock(stopped_mutex_);
+    state_.store(State::stopped);
+  }
+  stopped_.notify_all();
+  shared_->log(LogLevel::info,
+               "worker pool of queue " + options_.queue + " stopped" +
+                   (exit_code_.load() != 0 ? " after a stuck runner (exit code " +
+                                                 std::to_string(exit_code_.load()) + ")"
+                                           : std::string()));
+}
+
+void WorkerPool::Impl::stuck_exit() {
+  const std::lock_guard<std::mutex> lock(exit_mutex_);
+  if (exit_thread_.joinable() || state_.load() != State::running) return;
+  exit_code_.store(kStuckExitCode);
+  exit_thread_ = std::thread([this] { stop(); });
+}
+
+int WorkerPool::Impl::wait() {
+  std::unique_lock<std::mutex> lock(stopped_mutex_);
+  stopped_.wait(lock, [&] { return state_.load() != State::running; });
+  return exit_code_.load();
 }
 
 void WorkerPool::Impl::release_queued_claims() {
@@ -236,7 +280,8 @@ void WorkerPool::Impl::release_queued_claims() {
 void WorkerPool::Impl::release_remaining_claims() {
   std::vector<std::shared_ptr<detail::Runner>> stopped;
   for (const std::shared_ptr<detail::Runner>& runner : snapshot()) {
-    if (runner->stop()) stopped.push_back(runner);
+    // Also a run the watchdog stopped but could not release: try again.
+    if (runner->stop() || (runner->stopped() && runner->holds_slot())) stopped.push_back(runner);
   }
   if (stopped.empty()) return;
   std::unique_ptr<detail::ConnectionLease> lease;
@@ -254,6 +299,7 @@ void WorkerPool::Impl::release_remaining_claims() {
                                         ") did not finish within the grace period; its claim "
                                         "is released");
     if (lease) shared_->release_claim(**lease, task.run_id, task.claim_token);
+    runner->give_back_slot();  // no claim is made any more
   }
 }
 
@@ -291,6 +337,8 @@ void WorkerPool::Impl::join_or_detach() {
 }
 
 void WorkerPool::Impl::reap() {
+  // on_stuck = exit closed claims: the pool is stopping, no thread is replaced.
+  if (shared_->claims_closed()) return;
   std::list<Entry> exited;
   int replacements = 0;
   {
@@ -304,7 +352,9 @@ void WorkerPool::Impl::reap() {
       }
       if (!worker.replaced) {
         const std::shared_ptr<detail::Runner> runner = worker.runner();
-        if (runner && runner->stopped()) {  // stopped by the watchdog: it retires on return
+        // Stopped by the watchdog and its claim released (the slot given back):
+        // it retires on return; a new thread takes the slot now.
+        if (runner && runner->stopped() && !runner->holds_slot()) {
           worker.replaced = true;
           ++replacements;
         }
@@ -428,6 +478,12 @@ const char* to_string(TaskEnd::Outcome outcome) noexcept {
       return "stopped";
   }
   return "unknown";
+}
+int WorkerPool::wait() {
+  return impl_->wait();
+}
+int WorkerPool::exit_code() const {
+  return impl_->exit_code();
 }
 
 }  // namespace docket

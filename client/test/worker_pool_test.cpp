@@ -484,7 +484,8 @@ TEST_F(WorkerPoolTest, WatchdogStopsABlockedRunnerAtTwoLeases) {
   WorkerPoolOptions o = options();
   o.lease = 300ms;
   o.poll_interval = 50ms;
-  o.concurrency = 1;  // the task can only run again once the watchdog freed the slot
+  o.concurrency = 1;              // the task can only run again once the watchdog freed the slot
+  o.on_stuck = OnStuck::replace;  // the pool goes on (the default, exit, stops it)
   WorkerPool pool(std::move(catalog), o);
   pool.start();
   const std::string run_id = spawn("block");

@@ -8,6 +8,7 @@
 // an event wait, a child task.
 #include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <csignal>
@@ -163,6 +164,7 @@ int main(int argc, char** argv) {
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGUSR1);  // the pool stopped by itself: end the signal thread
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   const docket::TaskCatalog catalog = docket::TaskCatalog::Builder()
@@ -183,10 +185,17 @@ int main(int argc, char** argv) {
   std::printf("worker: serving queue %s with %d runners\n", options.pool.queue.c_str(),
               options.pool.concurrency);
 
-  int signal_number = 0;
-  sigwait(&stop_signals, &signal_number);
-  std::printf("worker: signal %d, shutting down\n", signal_number);
-  pool.stop();
+  // SIGINT/SIGTERM stop the pool; so does a stuck runner (on_stuck = exit), and
+  // the process then exits with kStuckExitCode for its supervisor to restart it.
+  std::thread stopper([&] {
+    int signal_number = 0;
+    sigwait(&stop_signals, &signal_number);
+    if (signal_number != SIGUSR1) std::printf("worker: signal %d, shutting down\n", signal_number);
+    pool.stop();
+  });
+  const int code = pool.wait();
+  kill(getpid(), SIGUSR1);  // blocked everywhere: ends sigwait if no signal came
+  stopper.join();
 
   const docket::PoolCounters c = pool.counters();
   std::printf(
@@ -197,5 +206,6 @@ int main(int argc, char** argv) {
       static_cast<unsigned long long>(c.suspended), static_cast<unsigned long long>(c.cancelled),
       static_cast<unsigned long long>(c.abandoned), static_cast<unsigned long long>(c.lost),
       c.claim_latency_ms);
-  return 0;
+  if (code != 0) std::printf("worker: a runner was stuck; exiting with %d\n", code);
+  return code;
 }

@@ -97,6 +97,11 @@ class Context {
 
   // Extends the claim (the lease) without a step.
   void heartbeat();
+  // Extends the claim until now + extend at least, whatever lease another
+  // claimer passes (docket.heartbeat's extend_ms: 0 to ten years, else
+  // docket::BadArgument): for a step known to take longer than the lease. The
+  // pool's lease watchdog counts it as progress until the extension ends.
+  void heartbeat(std::chrono::milliseconds extend);
 
   // After the watchdog (or a shutdown) stopped this runner, every call throws
   // ControlSignal invalidated. Safe to call from any thread.

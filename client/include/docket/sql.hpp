@@ -5,6 +5,7 @@
 // Ambiguous, during a read ConnectionLost.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -123,6 +124,9 @@ struct CompletionOutcome {
 std::vector<CompletionOutcome> complete_tasks(pqxx::transaction_base& tx,
                                               const std::vector<TaskCompletion>& completions);
 void heartbeat(pqxx::transaction_base& tx, const std::string& run_id, const std::string& token);
+// heartbeat(run_id, token, extend_ms): the claim does not expire before now + extend.
+void heartbeat(pqxx::transaction_base& tx, const std::string& run_id, const std::string& token,
+               std::chrono::milliseconds extend);
 struct Suspension {
   bool suspended = false;  // true: the task was suspended, unwind the handler
   Json payload;            // await_event: the event payload; await_task: the outcome

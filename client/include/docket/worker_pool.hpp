@@ -91,6 +91,29 @@ struct WorkerPoolHooks {
 };
 
 const char* to_string(TaskEnd::Outcome outcome) noexcept;
+// What a pool does with a stuck runner: a handler that made no confirmed
+// progress (step, heartbeat) for two leases. In both cases the runner's context
+// is invalidated (nothing it does commits), its claim is released, it is
+// counted (PoolCounters::stuck) and logged as an error, and its slot is given
+// back only once the database released its claim: over its life a pool never
+// runs more than `concurrency` handlers the database still holds claims for.
+// A thread blocked in user code cannot be killed; the policies differ in what
+// the pool does next (docs/tasks.md "Stuck runners").
+enum class OnStuck {
+  // The default: the pool stops claiming at once, hands back its prefetched
+  // claims, lets the other runners finish within shutdown_grace, and stops;
+  // wait() then returns kStuckExitCode. Exit the process with it: a supervisor
+  // (systemd, Kubernetes) restarts a clean worker, and the blocked thread goes
+  // with the old process. Handlers never exceed concurrency threads.
+  exit,
+  // Keep going: once the claim is released, a new runner thread takes the
+  // slot; the blocked thread stays until it returns (threads and memory are not
+  // bounded: for handlers known to return eventually).
+  replace,
+};
+
+// WorkerPool::wait()'s value after on_stuck = exit stopped the pool (EX_SOFTWARE).
+constexpr int kStuckExitCode = 70;
 
 struct WorkerPoolOptions {
   std::string conninfo;  // libpq connection string ("" = PG* environment)
@@ -108,6 +131,7 @@ struct WorkerPoolOptions {
   std::chrono::milliseconds poll_interval{1000};
   std::chrono::milliseconds lease{30000};  // claim TTL; the watchdog warns at 1x, stops at 2x
   std::chrono::milliseconds shutdown_grace{10000};
+  OnStuck on_stuck = OnStuck::exit;  // see OnStuck
   int max_claim_attempts = 10;
   bool listen = true;  // LISTEN docket_due
   // Wake-up: a producer's backend sends at most one NOTIFY per queue per
@@ -169,7 +193,7 @@ struct PoolCounters {
   std::uint64_t cancelled = 0;  // unwound by DK010
   std::uint64_t abandoned = 0;  // unknown task names handed back, claims released at shutdown
   std::uint64_t lost = 0;       // claims lost (DK001) or outcomes Ambiguous
-  std::uint64_t stuck = 0;      // runners stopped by the watchdog (threads still blocked)
+  std::uint64_t stuck = 0;      // runners stopped as stuck (watchdog, or blocked at shutdown)
   std::uint64_t released = 0;   // prefetched claims handed back unstarted (half lease, shutdown)
   std::uint64_t fired = 0;      // schedule ticks this pool's poller fired (tasks spawned)
   std::uint64_t active = 0;     // claims held now (running or queued locally)
@@ -196,6 +220,12 @@ class WorkerPool {
   MetricsSnapshot metrics() const;
   // The port the metrics listener is bound to (0: no listener, or not started).
   int metrics_port() const;
+  // Blocks until the pool has stopped, by stop() (from another thread) or by
+  // the on_stuck = exit policy, and returns exit_code(). For a worker process:
+  //   pool.start(); return pool.wait();   // a supervisor restarts it on 70
+  int wait();
+  // 0, or kStuckExitCode once the on_stuck = exit policy stopped the pool.
+  int exit_code() const;
 
  private:
   class Impl;
