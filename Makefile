@@ -65,9 +65,8 @@ unit: build/unit_tests
 	./build/unit_tests
 
 FORMATTED = src/core/*.[ch]pp src/pg/*.[ch]pp test/unit/*.[ch]pp client/include/docket/*.hpp \
-            client/src/*.[ch]pp client/tools/*.cpp client/tools/serve/*.[ch]pp \
-            client/test/*.[ch]pp examples/cpp/*.cpp \
-            bench/worker/*.cpp bench/serve/*.cpp
+            client/src/*.[ch]pp client/tools/*.cpp client/tools/*/*.[ch]pp client/test/*.[ch]pp \
+            examples/cpp/*.cpp bench/worker/*.cpp bench/serve/*.cpp
 
 format:
 	clang-format -i $(wildcard $(FORMATTED))

@@ -41,6 +41,22 @@ constexpr StatementText kStatements[] = {
      " 'completed_last_minute', completed_last_minute,"
      " 'failed_last_minute', failed_last_minute)::text"
      " FROM docket.queue_stats()"},
+    {"docket_queue_stats_scope",
+     "SELECT pg_catalog.jsonb_build_object("
+     "'queue', queue, 'due', due, 'scheduled', scheduled, 'running', running,"
+     " 'waiting', waiting, 'poisoned', poisoned, 'oldest_due_at', oldest_due_at,"
+     " 'oldest_due_age_ms', floor(1000 * extract(epoch FROM docket.now() - oldest_due_at)),"
+     " 'completed_last_minute', completed_last_minute,"
+     " 'failed_last_minute', failed_last_minute)::text"
+     " FROM docket.queue_stats($1::docket.scope)"},
+    {"docket_list_tasks",
+     "SELECT pg_catalog.to_jsonb(t)::text FROM docket.list_tasks($1::docket.scope, $2, $3, $4, "
+     "$5, $6::int) t"},
+    {"docket_task_history",
+     "SELECT seq, type, payload::text, pg_catalog.to_jsonb(recorded_at) #>> '{}', "
+     "(extract(epoch FROM recorded_at) * 1000000)::bigint FROM "
+     "docket.task_history($1::docket.scope, $2, $3::bigint, $4::int)"},
+    {"docket_cleanup", "SELECT docket.cleanup($1::interval, $2::int)"},
     {"docket_fire_schedules", "SELECT docket.fire_schedules()"},
     {"docket_claim_tasks",
      "SELECT run_id, claim_token::text, task_name, params::text, headers::text, attempt, "
@@ -266,6 +282,44 @@ std::vector<Json> queue_stats(pqxx::transaction_base& tx) {
   for (const pqxx::row& row : tx.exec_prepared("docket_queue_stats"))
     out.push_back(parse_json(row[0]));
   return out;
+}
+
+std::vector<Json> queue_stats(pqxx::transaction_base& tx, const std::string& scope) {
+  std::vector<Json> out;
+  for (const pqxx::row& row : tx.exec_prepared("docket_queue_stats_scope", scope))
+    out.push_back(parse_json(row[0]));
+  return out;
+}
+
+std::vector<Json> list_tasks(pqxx::transaction_base& tx, const std::string& scope,
+                             const TaskListQuery& query) {
+  std::vector<Json> out;
+  for (const pqxx::row& row :
+       tx.exec_prepared("docket_list_tasks", scope, or_null(query.queue), or_null(query.state),
+                        or_null(query.task_name), or_null(query.after_run_id), query.page_limit))
+    out.push_back(parse_json(row[0]));
+  return out;
+}
+
+std::vector<HistoryEvent> task_history(pqxx::transaction_base& tx, const std::string& scope,
+                                       const std::string& run_id, std::int64_t after_seq,
+                                       int page_limit) {
+  std::vector<HistoryEvent> out;
+  for (const pqxx::row& row :
+       tx.exec_prepared("docket_task_history", scope, run_id, after_seq, page_limit)) {
+    HistoryEvent event;
+    event.seq = row[0].as<std::int64_t>();
+    event.type = row[1].as<std::string>();
+    event.payload = parse_json(row[2]);
+    event.recorded_at = row[3].as<std::string>();
+    event.recorded_at_us = row[4].as<std::int64_t>();
+    out.push_back(std::move(event));
+  }
+  return out;
+}
+
+std::int64_t cleanup(pqxx::transaction_base& tx, const std::string& older_than, int batch) {
+  return tx.exec_prepared1("docket_cleanup", older_than, batch)[0].as<std::int64_t>();
 }
 
 int fire_schedules(pqxx::transaction_base& tx) {

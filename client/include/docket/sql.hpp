@@ -73,6 +73,34 @@ std::vector<Json> poisoned_runs(pqxx::transaction_base& tx, int limit);
 // state (due, scheduled, running, waiting, poisoned), oldest_due_at and its age
 // (oldest_due_age_ms), completed_last_minute and failed_last_minute.
 std::vector<Json> queue_stats(pqxx::transaction_base& tx);
+// The same for the runs visible in `scope` (system, tenantless, tenant:<id>).
+std::vector<Json> queue_stats(pqxx::transaction_base& tx, const std::string& scope);
+// docket.list_tasks: one object per task (run_id, task_name, queue, tenant_id,
+// state, attempt, started_at, updated_at, wake_at), newest first.
+struct TaskListQuery {
+  std::optional<std::string> queue;
+  std::optional<std::string> state;  // a task_result state
+  std::optional<std::string> task_name;
+  std::optional<std::string> after_run_id;  // the last run_id of the previous page
+  int page_limit = 100;
+};
+std::vector<Json> list_tasks(pqxx::transaction_base& tx, const std::string& scope,
+                             const TaskListQuery& query);
+// docket.task_history: one page of a task's event log, oldest first; empty
+// when the task is not visible in scope.
+struct HistoryEvent {
+  std::int64_t seq = 0;
+  std::string type;
+  Json payload;
+  std::string recorded_at;          // ISO-8601
+  std::int64_t recorded_at_us = 0;  // the same, microseconds since the epoch
+};
+std::vector<HistoryEvent> task_history(pqxx::transaction_base& tx, const std::string& scope,
+                                       const std::string& run_id, std::int64_t after_seq,
+                                       int page_limit);
+// docket.cleanup(older_than, batch): deletes up to `batch` finished runs last
+// written before now - older_than (an interval, e.g. "7 days"); returns how many.
+std::int64_t cleanup(pqxx::transaction_base& tx, const std::string& older_than, int batch);
 // Spawns one task per due schedule (docket.fire_schedules); returns how many fired.
 int fire_schedules(pqxx::transaction_base& tx);
 
