@@ -33,14 +33,28 @@ Statement insert_events{
     {TEXTOID, JSONBOID, TIMESTAMPTZOID},
     nullptr};
 
-// No rows when the run is not visible: the scope check is a one-time EXISTS
-// on the run's primary key (a join would compare runs.run_id in the log's
-// collation, "C", for which runs has no index: sql/plans_read.sql).
+// The log's rows, merged by number with the two events a task's run row
+// states instead of the log (sql/upgrade/0.3.0/86_history_implied.sql): its
+// spawned event, at its started_at, number 1 of a task run whose counter the
+// spawn set to 1 and which no log row numbers 1 (a run the run store inserted
+// starts at 0, and its own first append is logged as 1); and its
+// completed event, at completed_seq and completed_at. No rows when the run is
+// not visible: the scope check is a one-time EXISTS on the run's primary key
+// (a join would compare runs.run_id in the log's collation, "C", for which
+// runs has no index: sql/plans_read.sql). The log's part is cut at the page
+// size in its own index order, so a page never sorts more than that plus two.
 Statement list_statement{
-    "SELECT e.seq, e.type, e.payload, e.recorded_at FROM docket.run_events e"
-    " WHERE e.run_id = $1 AND e.seq > $4 AND EXISTS (SELECT 1 FROM docket.runs r"
+    "SELECT x.seq, x.type, x.payload, x.recorded_at FROM ("
+    "(SELECT e.seq, e.type, e.payload, e.recorded_at FROM docket.run_events e"
+    " WHERE e.run_id = $1 AND e.seq > $4 ORDER BY e.seq LIMIT $5)"
+    " UNION ALL SELECT 1::bigint, 'spawned', '{}'::jsonb, r.started_at FROM docket.runs r"
+    " WHERE r.run_id = $1 AND $4 < 1 AND r.graph_hash = 'task' AND r.event_seq >= 1"
+    " AND NOT EXISTS (SELECT 1 FROM docket.run_events s WHERE s.run_id = $1 AND s.seq = 1)"
+    " UNION ALL SELECT r.completed_seq, 'completed', '{}'::jsonb, r.completed_at"
+    " FROM docket.runs r WHERE r.run_id = $1 AND r.completed_seq > $4) AS x"
+    " WHERE EXISTS (SELECT 1 FROM docket.runs r"
     " WHERE r.run_id = $1 AND ($2 OR r.tenant_id IS NOT DISTINCT FROM $3))"
-    " ORDER BY e.seq LIMIT $5",
+    " ORDER BY x.seq LIMIT $5",
     5,
     {TEXTOID, BOOLOID, TEXTOID, INT8OID, INT4OID},
     nullptr};

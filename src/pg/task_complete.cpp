@@ -29,13 +29,16 @@ namespace {
   " checkpoint_type = $6::docket.checkpoint_type, updated_at = $4,"                        \
   " claim_token = NULL, claimed_at = NULL, wake_at = NULL,"                                \
   " claim_attempts = 0, claim_abandons = 0, poisoned_at = NULL, poison_reason = NULL,"     \
-  " event_seq = r.event_seq + 1"
+  " event_seq = r.event_seq + 1,"                                                          \
+  " completed_seq = coalesce(r.completed_seq, r.event_seq + 1),"                           \
+  " completed_at = CASE WHEN r.completed_seq IS NULL THEN $4 ELSE r.completed_at END"
 #define DOCKET_COMPLETE_FENCE                                                            \
   " AND r.claim_token = $2[array_position($1, r.run_id)]"                                \
   " AND r.graph_hash = 'task' AND (r.deadline_at IS NULL OR r.deadline_at > $4)"         \
-  " RETURNING r.run_id, r.event_seq),"                                                   \
+  " RETURNING r.run_id, r.event_seq, r.completed_seq),"                                  \
   " history AS (INSERT INTO docket.run_events (run_id, seq, type, payload, recorded_at)" \
-  " SELECT run_id, event_seq, 'completed', '{}'::jsonb, $4 FROM done)"                   \
+  " SELECT run_id, event_seq, 'completed', '{}'::jsonb, $4 FROM done"                    \
+  " WHERE completed_seq <> event_seq)"                                                   \
   " SELECT run_id FROM done"
 
 // The UPDATE locks the rows it finishes as it reads them; it reads them by
@@ -51,7 +54,9 @@ Statement complete_statement{
 #undef DOCKET_COMPLETE_FENCE
 
 // Runs the fenced UPDATE, which also records each finished task's completed
-// event; the run ids it finished.
+// event: in the row (completed_seq, completed_at; src/pg/events.cpp reads it
+// from there) or, when a revived run completes again, in the log. The run ids
+// it finished.
 std::unordered_set<std::string> complete_held(Datum ids, Datum tokens, Datum results, Micros now) {
   const TaskTransition t = complete_transition();
   const Datum values[6] = {ids,

@@ -93,16 +93,16 @@ Statement existing_lookup{
 // (NULL: tenantless), $3 queue, $4 task name, $5 now, $6 the document of the
 // batch's first run (docket._task_document gives each run its own: the
 // template with the run's id in place of the first's), $7 wake times.
-// Each run's history starts with its spawned event, number 1.
+// Each run's history starts with its spawned event, number 1, which the
+// row states (event_seq 1 and started_at: src/pg/events.cpp) and no log row
+// repeats.
 #define DOCKET_RUNS_INSERT(ids, wake)                                                          \
   "WITH run AS (INSERT INTO docket.runs (run_id, tenant_id, queue, graph_id, graph_hash,"      \
   " status, checkpoint_seq, checkpoint_type, started_at, updated_at, document, wake_at,"       \
   " claim_attempts, claim_abandons, event_seq)"                                                \
   " SELECT u.id, $2, $3, $4, 'task', 'running', 0, 'run_initialized', $5, $5,"                 \
   " docket._task_document($6, u.id), " wake ", 0, 0, 1 FROM " ids                              \
-  "),"                                                                                         \
-  " spawned AS (INSERT INTO docket.run_events (run_id, seq, type, payload, recorded_at)"       \
-  " SELECT id, 1, 'spawned', '{}'::jsonb, $5 FROM unnest($1::text[]) AS id)"                   \
+  ")"                                                                                          \
   " INSERT INTO docket.run_heads (run_id, tenant_id, queue, graph_id, graph_hash, started_at)" \
   " SELECT id, $2, $3, $4, 'task', $5 FROM unnest($1::text[]) AS id"
 Statement runs_insert{

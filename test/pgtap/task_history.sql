@@ -3,7 +3,7 @@
 -- them. Each path below checks the order, the payloads and the recorded times
 -- of its events. Times in 2041 (docket.fake_now).
 BEGIN;
-SELECT plan(52);
+SELECT plan(65);
 SET LOCAL timezone = 'UTC';
 
 \ir lib/task_helpers.sql
@@ -21,9 +21,14 @@ CREATE FUNCTION pg_temp.ts(s double precision) RETURNS jsonb LANGUAGE sql AS
   $$ SELECT to_jsonb(pg_temp.t(s)) $$;
 -- seqs 1..n with no gap, and the run's counter at the last one.
 CREATE FUNCTION pg_temp.numbered(n text) RETURNS boolean LANGUAGE sql AS $$
-  SELECT array_agg(h.seq ORDER BY h.seq) = array(SELECT generate_series(1, count(*)) FROM docket.run_events e WHERE e.run_id = pg_temp.id(n))
-     AND max(h.seq) = (SELECT event_seq FROM docket.runs WHERE run_id = pg_temp.id(n))
-    FROM docket.task_history('system', pg_temp.id(n)) h $$;
+  WITH h AS (SELECT * FROM docket.task_history('system', pg_temp.id(n), 0, 10000))
+  SELECT (SELECT array_agg(seq ORDER BY seq) FROM h)
+           = array(SELECT generate_series(1::bigint, (SELECT count(*) FROM h)))
+     AND (SELECT max(seq) FROM h) = (SELECT event_seq FROM docket.runs WHERE run_id = pg_temp.id(n)) $$;
+-- The types of the rows task n's history has in docket.run_events itself.
+CREATE FUNCTION pg_temp.logged(n text) RETURNS text LANGUAGE sql AS $$
+  SELECT coalesce(string_agg(e.type, ',' ORDER BY e.seq), '')
+    FROM docket.run_events e WHERE e.run_id = pg_temp.id(n) $$;
 
 -------------------------------------------------------------------------------
 -- Success: spawned, claimed, step_completed, completed
@@ -191,6 +196,54 @@ SELECT is((pg_temp.ev('unknown', 3) -> 'payload' ->> 'defers')::int, 1, 'the fir
 SELECT is((pg_temp.ev('unknown', 3) -> 'payload' ->> 'retry_at')::timestamptz,
   (SELECT wake_at FROM docket.runs WHERE run_id = pg_temp.id('unknown')), 'with the time it is due again');
 SELECT ok(pg_temp.numbered('unknown'), 'numbered without a gap');
+
+-------------------------------------------------------------------------------
+-- The events the run row states: spawned and completed cost no log row
+-------------------------------------------------------------------------------
+SELECT is(pg_temp.logged('ok'), 'claimed,step_completed',
+  'a completed task''s log holds neither spawned nor completed: its row states them');
+SELECT pg_temp.spawn('lean');
+SELECT is(pg_temp.logged('lean'), '', 'a spawn writes no log row');
+SELECT is(pg_temp.types('lean'), 'spawned', 'and its history starts with spawned, number 1');
+SELECT pg_temp.at(700);
+SELECT pg_temp.claim('lean', 701);
+SELECT pg_temp.at(702);
+SELECT docket.complete_tasks(ARRAY[pg_temp.id('lean')], ARRAY[pg_temp.tok('lean')], ARRAY['1'::jsonb]);
+SELECT is(pg_temp.logged('lean'), 'claimed', 'a no-op task: one log row, its claim');
+SELECT is(pg_temp.ev('lean', 3), pg_temp.e('completed', '{}', 702), 'completed, number 3, at the completion');
+SELECT is((SELECT array[completed_seq::text, completed_at::text] FROM docket.runs WHERE run_id = pg_temp.id('lean')),
+  array['3', pg_temp.t(702)::text], 'the row keeps the completion''s number and time');
+-- A run revived by an operator's mutation and completed again: the row
+-- already states the first completion, so the second one is logged.
+CREATE FUNCTION pg_temp.revive(run jsonb, arg jsonb) RETURNS docket.mutation_decision
+  LANGUAGE sql IMMUTABLE AS $$
+  SELECT ROW('commit', run || jsonb_build_object('status', 'running',
+               'checkpoint_seq', (run ->> 'checkpoint_seq')::int + 1),
+             'run_initialized', 'immediate', NULL, NULL)::docket.mutation_decision $$;
+SELECT pg_temp.at(710);
+SELECT docket.mutate_run('system', pg_temp.id('lean'), 'pg_temp.revive(jsonb,jsonb)'::regprocedure);
+SELECT pg_temp.claim('lean', 711);
+SELECT pg_temp.at(712);
+SELECT docket.complete_task(pg_temp.id('lean'), pg_temp.tok('lean'), '2');
+SELECT is(pg_temp.types('lean'), 'spawned,claimed,completed,claimed,completed',
+  'revived and completed again: both completions, in order');
+SELECT is(pg_temp.ev('lean', 3) || pg_temp.ev('lean', 5),
+  pg_temp.e('completed', '{}', 702) || pg_temp.e('completed', '{}', 712),
+  'the first completion keeps its number and time; the second has its own');
+SELECT is(pg_temp.logged('lean'), 'claimed,claimed,completed', 'the second completion is in the log');
+SELECT ok(pg_temp.numbered('lean'), 'numbered without a gap');
+SELECT is((SELECT string_agg(h.type, ',' ORDER BY h.seq) FROM docket.task_history('system', pg_temp.id('lean'), 2, 2) h),
+  'completed,claimed', 'a page that starts after the spawned event and ends past the row''s completed event');
+SELECT is((SELECT count(*) FROM docket.task_history('tenant:acme', pg_temp.id('lean'))), 0::bigint,
+  'outside the scope: none of the row''s events either');
+-- A run the run store inserted states no spawned event, whatever its graph.
+SELECT docket.save_graph('th-graph', 'task', '{}');
+SELECT docket.insert_run('tenantless', jsonb_build_object('id', 'th-store', 'graph_id', 'th-graph',
+  'graph_hash', 'task', 'status', 'running', 'checkpoint_seq', 0,
+  'started_at', '2041-01-01T00:00:00Z'), 'run_initialized', pg_temp.t(720));
+SELECT docket.append_events('system', 'th-store', '[{"seq": 1, "type": "note", "payload": null}]');
+SELECT is((SELECT string_agg(h.seq || ':' || h.type, ',') FROM docket.task_history('system', 'th-store') h),
+  '1:note', 'a run-store run: only its own events');
 
 -------------------------------------------------------------------------------
 -- Paging, scope, and the run store's own appends
