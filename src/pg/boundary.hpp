@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "pg/caller.hpp"
 #include "pg/postgres.hpp"
 
 namespace docket::pg {
@@ -68,21 +69,26 @@ Datum entry(FunctionCallInfo fcinfo, Body&& body) noexcept {
     for (; *text != '\0' && i + 1 < sizeof(message); ++i, ++text) message[i] = *text;
     message[i] = '\0';
   };
-  try {
-    return body(fcinfo);
-  } catch (const PgError& e) {
-    pg_error = e.data;
-  } catch (const docket::Error& e) {
-    state = sqlstate(e.reason());
-    keep(e.what());
-  } catch (const std::bad_alloc&) {
-    state = "53200";
-    keep("out of memory");
-  } catch (const std::exception& e) {
-    keep("internal error: ");
-    keep(e.what());
-  } catch (...) {
-    keep("internal error: unknown C++ exception");
+  {
+    // Counts this function as docket's for its whole body (see caller.hpp); it
+    // is uncounted before an error is raised.
+    const caller::Frame frame;
+    try {
+      return body(fcinfo);
+    } catch (const PgError& e) {
+      pg_error = e.data;
+    } catch (const docket::Error& e) {
+      state = sqlstate(e.reason());
+      keep(e.what());
+    } catch (const std::bad_alloc&) {
+      state = "53200";
+      keep("out of memory");
+    } catch (const std::exception& e) {
+      keep("internal error: ");
+      keep(e.what());
+    } catch (...) {
+      keep("internal error: unknown C++ exception");
+    }
   }
   raise_pending(pg_error, state, message);
 }

@@ -10,6 +10,7 @@ PG_MODULE_MAGIC;
 void _PG_init(void);
 void _PG_init(void) {
   docket::pg::settings::define();
+  docket::pg::caller::register_reset();
   docket::pg::register_notify_callback();
 }
 }

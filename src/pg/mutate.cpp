@@ -2,6 +2,7 @@
 // is judged from the catalog before the run is looked up, and invoked only
 // while the row lock is held.
 #include "core/mutation.hpp"
+#include "pg/caller.hpp"
 #include "pg/datum.hpp"
 #include "pg/spi.hpp"
 #include "pg/transition.hpp"
@@ -79,8 +80,10 @@ void validate_mutation_function(Oid function) {
     reject(" must return docket.mutation_decision");
   if (f.volatility != PROVOLATILE_IMMUTABLE && f.volatility != PROVOLATILE_STABLE)
     reject(" must be declared IMMUTABLE or STABLE");
+  // The caller's EXECUTE, not docket's owner's (mutate_run is SECURITY DEFINER).
+  const Oid role = caller::role();
   call([&] {
-    const AclResult acl = pg_proc_aclcheck(function, GetUserId(), ACL_EXECUTE);
+    const AclResult acl = pg_proc_aclcheck(function, role, ACL_EXECUTE);
     if (acl != ACLCHECK_OK) aclcheck_error(acl, OBJECT_FUNCTION, get_func_name(function));
   });
 }
@@ -90,9 +93,7 @@ struct Invocation {
   Datum result;
 };
 
-// Calls function(run, arg) through fmgr so a NULL result is seen, not raised.
-// A strict function given a NULL arg is not called and yields NULL, as in SQL.
-Invocation invoke(Oid function, Datum run, bool arg_null, Datum arg) {
+Invocation invoke_as_caller(Oid function, Datum run, bool arg_null, Datum arg) {
   return call([&] {
     Invocation out{true, Datum(0)};
     FmgrInfo flinfo;
@@ -108,6 +109,27 @@ Invocation invoke(Oid function, Datum run, bool arg_null, Datum arg) {
     out.isnull = fc->isnull;
     return out;
   });
+}
+
+// Calls function(run, arg) through fmgr so a NULL result is seen, not raised.
+// A strict function given a NULL arg is not called and yields NULL, as in SQL.
+// It runs as the caller (caller::role()), never as docket's owner, and outside
+// docket: what it calls into docket is an outer call, checked again.
+Invocation invoke(Oid function, Datum run, bool arg_null, Datum arg) {
+  const Oid role = caller::role();
+  Oid owner = InvalidOid;
+  int context = 0;
+  GetUserIdAndSecContext(&owner, &context);
+  const caller::Outside outside;
+  SetUserIdAndSecContext(role, context | SECURITY_LOCAL_USERID_CHANGE);
+  try {
+    const Invocation out = invoke_as_caller(function, run, arg_null, arg);
+    SetUserIdAndSecContext(owner, context);
+    return out;
+  } catch (...) {
+    SetUserIdAndSecContext(owner, context);
+    throw;
+  }
 }
 
 // The attributes of a docket.mutation_decision value, in declaration order:

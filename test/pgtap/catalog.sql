@@ -1,11 +1,13 @@
 -- The catalog rules of docket: every function pins its search_path (but the
 -- clock, docket.now(), which names no object and is called on every claim, and
 -- docket._task_document, likewise, called once per spawned run), has a
--- comment, is not executable by PUBLIC and is not SECURITY DEFINER; no table is
--- writable by PUBLIC; every object of the extension lives in schema docket; and
--- a role without grants gets nothing.
+-- comment and is not executable by PUBLIC; the public API is SECURITY DEFINER
+-- and executable only through the four docket roles, internal helpers by no
+-- role; no table or sequence carries a privilege for anyone but its owner;
+-- every object of the extension lives in schema docket; and a role without
+-- grants gets nothing (test/pgtap/roles.sql checks each role's capabilities).
 BEGIN;
-SELECT plan(20);
+SELECT plan(26);
 
 SELECT cmp_ok((SELECT count(*)::int FROM pg_proc WHERE pronamespace = 'docket'::regnamespace),
               '>=', 15, 'schema docket has the run-store functions');
@@ -41,11 +43,61 @@ SELECT is_empty($$
                       WHERE a.grantee = 0 AND a.privilege_type = 'EXECUTE'))
 $$, 'no docket function is executable by PUBLIC');
 
+-- Pure functions that read no table are granted without SECURITY DEFINER.
+SELECT is_empty($$
+  SELECT p.oid::regprocedure
+    FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+   WHERE n.nspname = 'docket'
+     AND p.prosecdef IS DISTINCT FROM (
+           EXISTS (SELECT 1 FROM aclexplode(p.proacl) a WHERE a.grantee <> p.proowner)
+           AND p.oid NOT IN ('docket.now()'::regprocedure,
+                             'docket.cron_next(text, timestamptz)'::regprocedure,
+                             'docket.task_resume(jsonb, jsonb)'::regprocedure,
+                             'docket.task_cancel(jsonb, jsonb)'::regprocedure))
+$$, 'exactly the granted functions are SECURITY DEFINER (but the clock and pure functions)');
+
+-- A new function without a grant decision fails here: it is either internal
+-- (named _..., executable by its owner only) or granted to a docket role.
+SELECT is_empty($$
+  SELECT p.oid::regprocedure, a.grantee::regrole
+    FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace,
+         aclexplode(p.proacl) a
+   WHERE n.nspname = 'docket' AND a.grantee <> p.proowner
+     AND (a.grantee = 0 OR a.grantee::regrole::text NOT IN
+            ('docket_reader', 'docket_producer', 'docket_worker', 'docket_operator')
+          OR p.proname LIKE '\_%')
+$$, 'functions are executable by the docket roles only, internal helpers (_...) by none');
+SELECT is_empty($$
+  SELECT p.oid::regprocedure
+    FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+   WHERE n.nspname = 'docket' AND p.proname NOT LIKE '\_%'
+     AND p.prorettype <> 'trigger'::regtype
+     AND NOT EXISTS (SELECT 1 FROM aclexplode(p.proacl) a
+                      WHERE a.grantee = 'docket_operator'::regrole)
+$$, 'every public function is granted to the operator');
 SELECT is_empty($$
   SELECT p.oid::regprocedure
     FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
    WHERE n.nspname = 'docket' AND p.prosecdef
-$$, 'no docket function is SECURITY DEFINER');
+     AND NOT ('search_path=pg_catalog, pg_temp' = ANY (p.proconfig))
+$$, 'every SECURITY DEFINER function pins its search_path');
+SELECT is_empty($$
+  SELECT c.oid::regclass, a.grantee::regrole, a.privilege_type
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace,
+         aclexplode(coalesce(c.relacl, acldefault(CASE WHEN c.relkind = 'S' THEN 's'::"char"
+                                                       ELSE 'r'::"char" END, c.relowner))) a
+   WHERE n.nspname = 'docket' AND a.grantee <> c.relowner
+  UNION ALL
+  SELECT c.oid::regclass, a.grantee::regrole, a.privilege_type
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+    JOIN pg_attribute t ON t.attrelid = c.oid AND t.attacl IS NOT NULL,
+         aclexplode(t.attacl) a
+   WHERE n.nspname = 'docket'
+$$, 'no docket table, sequence or column carries a privilege for anyone but its owner');
+SELECT is_empty($$
+  SELECT d.defaclrole::regrole, d.defaclobjtype FROM pg_default_acl d
+   WHERE d.defaclnamespace = 'docket'::regnamespace
+$$, 'no default privileges in schema docket');
 
 SELECT is_empty($$
   SELECT c.oid::regclass, a.privilege_type
@@ -108,19 +160,15 @@ SELECT is((SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extna
 CREATE ROLE docket_tap_nobody NOLOGIN;
 GRANT USAGE ON SCHEMA docket TO docket_tap_nobody;
 
--- The grant recipe of docs/run-store.md for a read-only role.
-CREATE ROLE docket_tap_reader NOLOGIN;
-GRANT USAGE ON SCHEMA docket TO docket_tap_reader;
-GRANT SELECT ON docket.runs, docket.run_heads, docket.run_events, docket.graphs TO docket_tap_reader;
-GRANT EXECUTE ON FUNCTION docket.now(), docket.fetch_run(docket.scope, text),
-  docket.inspect_run(docket.scope, text),
-  docket.list_runs(docket.scope, int, timestamptz, text, text, text, text[]),
-  docket.list_events(docket.scope, text, bigint, int) TO docket_tap_reader;
-
--- A role with EXECUTE on fetch_run only: functions run with the caller's rights.
+-- A role with EXECUTE on fetch_run only (granted directly, not through a
+-- docket role): the function runs as docket's owner, so it reads.
 CREATE ROLE docket_tap_exec_only NOLOGIN;
 GRANT USAGE ON SCHEMA docket TO docket_tap_exec_only;
 GRANT EXECUTE ON FUNCTION docket.fetch_run(docket.scope, text) TO docket_tap_exec_only;
+
+-- The documented recipe for a read-only role.
+CREATE ROLE docket_tap_reader NOLOGIN;
+GRANT docket_reader TO docket_tap_reader;
 
 -- Runs `sql` as `who` and returns 'ok' or '<SQLSTATE> <message>'. pgTAP's own
 -- bookkeeping stays with the test's role, so the switch happens in here.
@@ -152,13 +200,14 @@ SELECT is(pg_temp.as_role('docket_tap_nobody', $q$SELECT docket.fetch_run('syste
           '42501 permission denied for function fetch_run',
           'USAGE on the schema alone does not let a role fetch');
 SELECT is(pg_temp.as_role('docket_tap_exec_only', $q$SELECT docket.fetch_run('system', 'x')$q$),
-          '42501 permission denied for table runs',
-          'EXECUTE without table privileges is not enough (no SECURITY DEFINER)');
+          'ok', 'EXECUTE is enough: fetch_run is SECURITY DEFINER');
+SELECT is(pg_temp.as_role('docket_tap_exec_only', 'SELECT * FROM docket.runs'),
+          '42501 permission denied for table runs', 'but the table stays closed');
 SELECT is(pg_temp.as_role('docket_tap_reader',
                           $q$SELECT docket.fetch_run('system', 'x'), docket.inspect_run('system', 'x'),
                                     docket.list_runs('system', 5),
                                     (SELECT count(*) FROM docket.list_events('system', 'x'))$q$),
-          'ok', 'the documented reader grants are enough to read');
+          'ok', 'docket_reader is enough to read');
 SELECT is(pg_temp.as_role('docket_tap_reader', $q$SELECT docket.append_events('system', 'x', '[]')$q$),
           '42501 permission denied for function append_events',
           'the reader cannot append events');

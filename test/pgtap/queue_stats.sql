@@ -186,12 +186,13 @@ INSERT INTO docket.runs (run_id, tenant_id, queue, graph_id, graph_hash, status,
 ANALYZE docket.runs;
 
 -- The function's own statement (from its source, its variables as parameters),
--- as PL/pgSQL caches it: a generic plan.
+-- as PL/pgSQL caches it: a generic plan. The plpgsql body is
+-- docket._queue_stats_impl (docket.queue_stats is its guarded wrapper).
 CREATE FUNCTION pg_temp.body() RETURNS text LANGUAGE sql AS $$
   SELECT regexp_replace(regexp_replace(regexp_replace(
            substring(prosrc FROM 'RETURN QUERY(.*?);\s*END'),
            '\mt\M', '$1', 'g'), '\meveryone\M', '$2', 'g'), '\mtenant\M', '$3', 'g')
-    FROM pg_proc WHERE oid = 'docket.queue_stats(docket.scope)'::regprocedure $$;
+    FROM pg_proc WHERE oid = 'docket._queue_stats_impl(docket.scope)'::regprocedure $$;
 SELECT ok(pg_temp.body() LIKE '%$1%$2%$3%', 'the statement is found in the function''s source');
 SELECT lives_ok(format('PREPARE stats_q (timestamptz, boolean, text) AS %s', pg_temp.body()), 'it prepares');
 SET LOCAL plan_cache_mode = force_generic_plan;
