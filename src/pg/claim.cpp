@@ -8,6 +8,8 @@
 
 #include "pg/claim.hpp"
 
+#include "pg/caller.hpp"
+
 #include "core/limits.hpp"
 #include "pg/datum.hpp"
 #include "pg/history.hpp"
@@ -72,6 +74,43 @@ Statement candidates_queue_statement{
     " ORDER BY claimed_at, run_id COLLATE \"C\" LIMIT $2 FOR UPDATE SKIP LOCKED) AS expired",
     4,
     {TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, TEXTOID},
+    nullptr};
+
+// The same scans for a caller bound to tenants (caller::bound_tenants): each
+// class is limited to their runs in the query itself ($4, or $5 with a queue:
+// the tenants, text[]), checked on the row under the same index paths, so
+// another tenant's run is never locked, leased or poisoned.
+Statement candidates_bound_statement{
+    "SELECT false, run_id, wake_at, claim_attempts, NULL::bigint FROM (SELECT run_id, wake_at,"
+    " claim_attempts"
+    " FROM docket.runs WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL"
+    " AND wake_at IS NOT NULL AND wake_at <= $1 AND tenant_id = ANY($4)"
+    " ORDER BY wake_at, run_id COLLATE \"C\" LIMIT $2 FOR UPDATE SKIP LOCKED) AS ready"
+    " UNION ALL SELECT true, run_id, claimed_at, claim_attempts, lease_ms FROM (SELECT run_id,"
+    " claimed_at, claim_attempts, lease_ms FROM docket.runs WHERE status = 'running'"
+    " AND poisoned_at IS NULL AND claim_token IS NOT NULL AND claim_started_at < $3"
+    " AND claimed_at < $3 AND (lease_ms IS NULL"
+    " OR claimed_at + lease_ms * interval '1 millisecond' < $1) AND tenant_id = ANY($4)"
+    " ORDER BY claimed_at, run_id COLLATE \"C\" LIMIT $2 FOR UPDATE SKIP LOCKED) AS expired",
+    4,
+    {TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, TEXTARRAYOID},
+    nullptr};
+
+Statement candidates_queue_bound_statement{
+    "SELECT false, run_id, wake_at, claim_attempts, NULL::bigint FROM (SELECT run_id, wake_at,"
+    " claim_attempts"
+    " FROM docket.runs WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL"
+    " AND wake_at IS NOT NULL AND queue = ANY(ARRAY[$4]) AND wake_at <= $1"
+    " AND tenant_id = ANY($5)"
+    " ORDER BY queue, wake_at, run_id COLLATE \"C\" LIMIT $2 FOR UPDATE SKIP LOCKED) AS ready"
+    " UNION ALL SELECT true, run_id, claimed_at, claim_attempts, lease_ms FROM (SELECT run_id,"
+    " claimed_at, claim_attempts, lease_ms FROM docket.runs WHERE status = 'running'"
+    " AND poisoned_at IS NULL AND claim_token IS NOT NULL AND claim_started_at < $3"
+    " AND claimed_at < $3 AND queue = $4 AND (lease_ms IS NULL"
+    " OR claimed_at + lease_ms * interval '1 millisecond' < $1) AND tenant_id = ANY($5)"
+    " ORDER BY claimed_at, run_id COLLATE \"C\" LIMIT $2 FOR UPDATE SKIP LOCKED) AS expired",
+    5,
+    {TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, TEXTOID, TEXTARRAYOID},
     nullptr};
 
 // Both updates touch only rows this transaction has just locked, by primary
@@ -175,11 +214,16 @@ struct Candidates {
 // time is its claimed_at plus the TTL or its lease, the longer.
 Candidates scan(const ClaimRequest& args) {
   const ClaimPolicy& policy = args.policy;
-  Datum values[4] = {TimestampTzGetDatum(policy.now), Int64GetDatum(policy.limit),
-                     TimestampTzGetDatum(expiry_cutoff(policy)), Datum(0)};
+  Datum values[5] = {TimestampTzGetDatum(policy.now), Int64GetDatum(policy.limit),
+                     TimestampTzGetDatum(expiry_cutoff(policy)), Datum(0), Datum(0)};
   const bool queued = args.queue.has_value();
   if (queued) values[3] = text_datum(*args.queue);
-  Statement& statement = queued ? candidates_queue_statement : candidates_statement;
+  // A caller bound to tenants claims only their runs (docs/security.md).
+  const std::optional<std::vector<std::string>> tenants = caller::bound_tenants();
+  if (tenants) values[queued ? 4 : 3] = text_array(*tenants);
+  Statement& statement =
+      tenants ? (queued ? candidates_queue_bound_statement : candidates_bound_statement)
+              : (queued ? candidates_queue_statement : candidates_statement);
   spi_prepare_generic(statement);  // plans_*.sql pins its generic plan
   const std::uint64_t rows = spi_execute(statement, values, nullptr);
   Candidates out;

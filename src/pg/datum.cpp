@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/json_number.hpp"
+#include "pg/caller.hpp"
 #include "pg/settings.hpp"
 
 namespace docket::pg {
@@ -80,12 +81,18 @@ std::optional<Token> optional_uuid_arg(FunctionCallInfo fcinfo, int index) {
   return token_value(PG_GETARG_DATUM(index));
 }
 
+// Every scope a caller passes is checked against its tenant binding here
+// (caller::require_scope: 42501 before anything is read or changed).
 Scope scope_arg(FunctionCallInfo fcinfo, int index) {
-  return parse_scope(text_arg(fcinfo, index, "scope"));
+  Scope scope = parse_scope(text_arg(fcinfo, index, "scope"));
+  caller::require_scope(scope);
+  return scope;
 }
 
 Scope owner_scope_arg(FunctionCallInfo fcinfo, int index) {
-  return parse_owner_scope(text_arg(fcinfo, index, "owner_scope"));
+  Scope scope = parse_owner_scope(text_arg(fcinfo, index, "owner_scope"));
+  caller::require_scope(scope);
+  return scope;
 }
 
 void validate_queue(const std::string& queue) {

@@ -40,6 +40,14 @@ struct Guard {
   char name[NAMEDATALEN];
 };
 
+// The owner scope of an existing schedule (a bound caller may not replace or
+// delete another tenant's schedule by its name).
+Statement schedule_scope_statement{
+    "SELECT s.owner_scope::text FROM docket.schedules s WHERE s.schedule_name = $1",
+    1,
+    {TEXTOID},
+    nullptr};
+
 Guard* guard_of(FunctionCallInfo fcinfo) {
   if (fcinfo->flinfo->fn_extra != nullptr) return static_cast<Guard*>(fcinfo->flinfo->fn_extra);
   return call([&] {
@@ -79,8 +87,32 @@ Guard* guard_of(FunctionCallInfo fcinfo) {
   });
 }
 
+// The caller's checks; only an outer call is checked (caller.hpp).
+void check_caller(FunctionCallInfo fcinfo, const Guard& guard) {
+  if (!caller::is_outer()) return;
+  if (guard.check == Check::unbound) {
+    caller::require_unbound(guard.name);
+    return;
+  }
+  // A NULL or malformed scope is the body's to refuse (22023).
+  if (guard.scope_arg >= 0 && !arg_is_null(fcinfo, guard.scope_arg))
+    caller::require_scope(parse_scope(text_value(PG_GETARG_DATUM(guard.scope_arg))));
+  if (guard.check == Check::schedule && !arg_is_null(fcinfo, 0) && caller::bound_tenants()) {
+    spi_connect();
+    const Datum values[1] = {PG_GETARG_DATUM(0)};
+    std::optional<std::string> existing;
+    if (spi_execute(schedule_scope_statement, values, nullptr) > 0) {
+      bool isnull = false;
+      existing = text_value(spi_value(0, 1, &isnull));
+    }
+    spi_finish();
+    if (existing) caller::require_scope(parse_scope(*existing));
+  }
+}
+
 Datum guarded(FunctionCallInfo fcinfo) {
   Guard* guard = guard_of(fcinfo);
+  check_caller(fcinfo, *guard);
   return call([&] {
     // The body gets the caller's arguments and result set info as they are.
     LOCAL_FCINFO(inner, FUNC_MAX_ARGS);

@@ -9,8 +9,16 @@ psql -X -q -v ON_ERROR_STOP=1 -d postgres \
   -c "DROP DATABASE IF EXISTS docket_fresh" -c "CREATE DATABASE docket_fresh" \
   -c "DROP DATABASE IF EXISTS docket_upgraded" -c "CREATE DATABASE docket_upgraded"
 psql -X -q -v ON_ERROR_STOP=1 -d docket_fresh -c "CREATE EXTENSION docket"
+# A role granted the grant recipe of earlier versions (table privileges, EXECUTE
+# on every function) before the update: the update revokes all of it (the
+# catalogs below compare ACLs too). Roles are cluster-wide: dropped at the end.
+psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "DROP ROLE IF EXISTS docket_old_recipe" \
+  -c "CREATE ROLE docket_old_recipe NOLOGIN"
 psql -X -q -v ON_ERROR_STOP=1 -d docket_upgraded >/dev/null <<SQL
 CREATE EXTENSION docket VERSION '$oldest';
+GRANT USAGE ON SCHEMA docket TO docket_old_recipe;
+GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA docket TO docket_old_recipe;
+GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA docket TO docket_old_recipe, PUBLIC;
 SELECT docket.save_graph('g', 'h', '{}');
 SELECT docket.insert_run('tenant:a', '{"id": "kept", "graph_id": "g", "graph_hash": "h",
   "status": "running", "checkpoint_seq": 0, "started_at": "2030-01-01T00:00:00Z"}',
@@ -63,5 +71,11 @@ count=$(describe docket_fresh | wc -l)
 [ "$count" -gt 100 ] || { echo "catalog description suspiciously short ($count lines)"; exit 1; }
 kept=$(psql -X -At -d docket_upgraded -c "SELECT docket.fetch_run('tenant:a', 'kept') ->> 'id'")
 [ "$kept" = "kept" ] || { echo "the run inserted before the update is gone"; exit 1; }
-echo "upgrade $oldest -> $newest: schema identical to a fresh install, data kept"
+# DROP EXTENSION leaves the docket roles (cluster-wide, granted to applications).
+psql -X -q -v ON_ERROR_STOP=1 -d docket_fresh -c "DROP EXTENSION docket"
+roles=$(psql -X -At -d postgres -c "SELECT count(*) FROM pg_roles WHERE rolname IN
+  ('docket_reader', 'docket_producer', 'docket_worker', 'docket_operator') AND NOT rolcanlogin")
+[ "$roles" = 4 ] || { echo "DROP EXTENSION dropped docket roles ($roles of 4 left)"; exit 1; }
+echo "upgrade $oldest -> $newest: schema identical to a fresh install, data kept, old grants revoked"
 psql -X -q -d postgres -c "DROP DATABASE docket_fresh" -c "DROP DATABASE docket_upgraded"
+psql -X -q -d postgres -c "DROP ROLE docket_old_recipe"

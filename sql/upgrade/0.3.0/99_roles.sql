@@ -40,7 +40,7 @@ BEGIN
      WHERE p.pronamespace = 'docket'::regnamespace
        AND p.proname IN ('emit_event', 'cancel_task', 'task_result', 'schedule_task',
                          'unschedule_task', 'list_schedules', 'fire_schedules', 'queue_stats',
-                         'cleanup', 'list_tasks')
+                         'cleanup', 'list_tasks', 'bind_tenant', 'unbind_tenant')
        AND p.prolang = (SELECT oid FROM pg_catalog.pg_language WHERE lanname = 'plpgsql')
      ORDER BY p.proname
   LOOP
@@ -127,7 +127,9 @@ DECLARE
   operator text[] := producer || worker || ARRAY[
     'docket.mutate_run(docket.scope, text, regprocedure, jsonb)',
     'docket.retry_poisoned_run(docket.scope, text, timestamptz)',
-    'docket.cleanup(interval, int)'];
+    'docket.cleanup(interval, int)',
+    'docket.bind_tenant(regrole, text)',
+    'docket.unbind_tenant(regrole, text)'];
   o record;
   f text;
 BEGIN
