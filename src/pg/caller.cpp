@@ -3,11 +3,16 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "pg/datum.hpp"
-#include "pg/spi.hpp"
+#include "pg/boundary.hpp"
 
 extern "C" {
+#include "access/heapam.h"
+#include "access/table.h"
+#include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/namespace.h"
+#include "utils/acl.h"
+#include "utils/snapmgr.h"
 }
 
 namespace docket::pg::caller {
@@ -51,12 +56,12 @@ Oid role() noexcept {
 
 namespace {
 
-Statement bindings_statement{
-    "SELECT DISTINCT b.tenant COLLATE \"C\" FROM docket.tenant_bindings b"
-    " WHERE pg_catalog.pg_has_role($1, b.role::oid, 'USAGE') ORDER BY 1",
-    1,
-    {OIDOID},
-    nullptr};
+// The tenants of the bindings that apply to a role, in PostgreSQL memory
+// (copied into C++ after the scan).
+struct Found {
+  char** tenants;
+  int count;
+};
 
 [[noreturn]] void deny(const std::string& message) {
   call([&] {
@@ -78,19 +83,44 @@ std::optional<std::vector<std::string>> bound_tenants() {
   if (!is_outer()) return std::nullopt;
   const Oid role = GetOuterUserId();
   if (call([&] { return superuser_arg(role); })) return std::nullopt;
-  spi_connect();
-  const Datum values[1] = {ObjectIdGetDatum(role)};
-  const std::uint64_t rows = spi_execute(bindings_statement, values, nullptr);
-  std::optional<std::vector<std::string>> out;
-  if (rows > 0) {
-    out.emplace();
-    for (std::uint64_t row = 0; row < rows; ++row) {
-      bool isnull = false;
-      out->push_back(text_value(spi_value(row, 1, &isnull)));
+  // This runs on every outer call of a non-superuser: a scan of the (small)
+  // bindings table, not an SPI statement. The latest snapshot: a binding or an
+  // unbinding counts from its commit on, whatever the caller's isolation level.
+  const Found found = call([&] {
+    Found f{nullptr, 0};
+    const Oid relid = get_relname_relid("tenant_bindings", get_namespace_oid("docket", false));
+    if (!OidIsValid(relid)) elog(ERROR, "docket.tenant_bindings does not exist");
+    Relation rel = table_open(relid, AccessShareLock);
+    Snapshot snapshot = RegisterSnapshot(GetLatestSnapshot());
+    TableScanDesc scan = table_beginscan(rel, snapshot, 0, nullptr);
+    TupleDesc desc = RelationGetDescr(rel);
+    int capacity = 0;
+    HeapTuple tuple = nullptr;
+    while ((tuple = heap_getnext(scan, ForwardScanDirection)) != nullptr) {
+      bool role_null = false;
+      bool tenant_null = false;
+      const Datum bound = heap_getattr(tuple, 1, desc, &role_null);
+      const Datum tenant = heap_getattr(tuple, 2, desc, &tenant_null);
+      // pg_has_role(role, bound, 'USAGE'): the role is, or inherits, the bound role.
+      if (role_null || tenant_null || !has_privs_of_role(role, DatumGetObjectId(bound))) continue;
+      if (f.count == capacity) {
+        capacity = capacity == 0 ? 8 : capacity * 2;
+        const Size bytes = sizeof(char*) * static_cast<Size>(capacity);
+        f.tenants =
+            static_cast<char**>(f.tenants == nullptr ? palloc(bytes) : repalloc(f.tenants, bytes));
+      }
+      f.tenants[f.count++] = TextDatumGetCString(tenant);
     }
-  }
-  spi_finish();
-  return out;
+    table_endscan(scan);
+    UnregisterSnapshot(snapshot);
+    table_close(rel, AccessShareLock);
+    return f;
+  });
+  if (found.count == 0) return std::nullopt;
+  std::vector<std::string> tenants(found.tenants, found.tenants + found.count);
+  std::sort(tenants.begin(), tenants.end());  // byte order, for binary_search
+  tenants.erase(std::unique(tenants.begin(), tenants.end()), tenants.end());
+  return tenants;
 }
 
 void require_scope(const Scope& scope) {
