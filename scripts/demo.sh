@@ -46,9 +46,16 @@ wait "$worker_pid" || status=1
 worker_pid=
 
 echo
-echo "=== docketctl: the queue's counts by state, and the runs"
-client/build/docketctl --dsn "$dsn" stats
-client/build/docketctl --dsn "$dsn" runs list --limit 10
+echo "=== docketctl queues: what is piling up, per queue (docket.queue_stats)"
+client/build/docketctl --dsn "$dsn" queues
+echo
+echo "=== docketctl tasks list: the tasks, newest first (docket.list_tasks)"
+client/build/docketctl --dsn "$dsn" tasks list --limit 10
+echo
+echo "=== docketctl tasks show: what happened to charge_order (its first attempt failed)"
+charge=$(client/build/docketctl --dsn "$dsn" --json tasks list --task-name charge_order --limit 1 |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["entries"][0]["run_id"])')
+client/build/docketctl --dsn "$dsn" tasks show "$charge"
 
 echo
 if [ $status -ne 0 ]; then
