@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # make demo: a throwaway cluster, a narrated psql session through a run's life,
 # then the C++ client at work: docket_producer spawns tasks and a docket_worker
-# pool runs them (examples/cpp). Exits non-zero if a task does not reach its
-# expected final state.
+# pool runs them (examples/cpp); docketctl shows the queue stats and a task's
+# history, and the dashboard's API answers. Ends by printing the dashboard's URL
+# and how to start it (DEMO_SERVE=1: on the demo's data, until Ctrl-C). Exits
+# non-zero if a task does not reach its expected final state.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,11 +18,12 @@ cmake --build client/build -j2 --target docket_producer docket_worker docketctl 
 export DOCKET_PGPORT=${DOCKET_PGPORT:-54330}
 export PGHOST=127.0.0.1 PGPORT=$DOCKET_PGPORT PGUSER=postgres
 worker_pid=
+serve_pid=
 cleanup() {
-  if [ -n "$worker_pid" ]; then
-    kill "$worker_pid" 2>/dev/null || true
-    wait "$worker_pid" 2>/dev/null || true
-  fi
+  for pid in $worker_pid $serve_pid; do
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
   bash scripts/cluster.sh stop
 }
 bash scripts/cluster.sh start
@@ -58,8 +61,38 @@ charge=$(client/build/docketctl --dsn "$dsn" --json tasks list --task-name charg
 client/build/docketctl --dsn "$dsn" tasks show "$charge"
 
 echo
+echo "=== The web dashboard (docketctl serve): a look at its API while the cluster runs"
+# Its first line, printed once it listens, carries the address (port 0: any free one).
+exec {serve_out}< <(exec client/build/docketctl --dsn "$dsn" serve --listen 127.0.0.1:0 2>&1)
+serve_pid=$!
+line=
+read -r line <&"$serve_out" || true
+url=$(sed -n 's/^docket dashboard on \(http[^ ]*\) .*/\1/p' <<<"$line")
+if [ -n "$url" ]; then
+  echo "GET ${url}api/overview:"
+  python3 -c 'import json, sys, urllib.request
+print(json.dumps(json.load(urllib.request.urlopen(sys.argv[1])), indent=2))' "${url}api/overview" |
+    head -30
+else
+  echo "docketctl serve did not start: $line"
+  status=1
+fi
+kill -TERM "$serve_pid" 2>/dev/null || true
+wait "$serve_pid" 2>/dev/null || true
+serve_pid=
+exec {serve_out}<&-
+
+echo
 if [ $status -ne 0 ]; then
   echo "demo FAILED: a task did not reach its expected final state (see above)."
   exit 1
 fi
+if [ "${DEMO_SERVE:-0}" = 1 ]; then
+  echo "=== The dashboard on this demo's data: open http://127.0.0.1:${DEMO_PORT:-8080}/ (Ctrl-C stops it and the cluster)"
+  client/build/docketctl --dsn "$dsn" serve --listen "127.0.0.1:${DEMO_PORT:-8080}" --allow-actions || true
+fi
 echo "demo finished: the cluster is stopped and removed."
+echo
+echo "The web dashboard: http://127.0.0.1:8080/ once started with"
+echo "    client/build/docketctl --dsn \"dbname=<a database with docket>\" serve [--allow-actions]"
+echo "or on this demo's data: DEMO_SERVE=1 make demo (docs/dashboard.md)."

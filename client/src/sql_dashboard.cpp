@@ -1,5 +1,5 @@
 // The sql boundary's operator reads (sql_dashboard.hpp). A scope is always the
-// caller's and is checked by docket's own functions (queue_stats,
+// caller's and is checked by docket's own functions (queue_stats, list_tasks,
 // inspect_run, list_schedules, task_history) or, where a statement reads a
 // table, by the same condition those functions apply. Timestamps come out as
 // JSON text (ISO-8601); no statement selects a claim token.
@@ -18,14 +18,6 @@ namespace {
   "($1::docket.scope = 'system' OR ($1 = 'tenantless' AND r.tenant_id IS NULL) OR " \
   "(pg_catalog.left($1, 7) = 'tenant:' AND r.tenant_id = pg_catalog.substr($1, 8)))"
 
-// task_result's state, from the run's columns (docket/sql task_result).
-#define DOCKET_TASK_STATE                                                                \
-  "CASE WHEN r.status IN ('completed', 'failed', 'cancelled', 'waiting') THEN r.status " \
-  "WHEN r.poisoned_at IS NOT NULL THEN 'poisoned' "                                      \
-  "WHEN r.claimed_at IS NOT NULL THEN 'running' "                                        \
-  "WHEN r.document -> 'waiting' ->> 'kind' IN ('event', 'child') THEN 'waiting' "        \
-  "WHEN r.wake_at > docket.now() THEN 'sleeping' ELSE 'pending' END"
-
 struct StatementText {
   const char* name;
   const char* sql;
@@ -41,20 +33,14 @@ constexpr StatementText kStatements[] = {
      " 'completed_last_minute', s.completed_last_minute,"
      " 'failed_last_minute', s.failed_last_minute) ORDER BY s.queue)"
      " FROM docket.queue_stats($1::docket.scope) s), '[]')::text"},
+    // docket.list_tasks (the scope check, the state, keyset paging on a
+    // run_heads index), one row more than the page to tell whether one follows.
     {"docket_dash_list_tasks",
-     "WITH page AS ("
-     " SELECT r.run_id, r.tenant_id, t.task_name, t.queue, r.started_at, r.updated_at,"
-     " " DOCKET_TASK_STATE " AS state, (r.document ->> 'attempt')::int AS attempts"
-     " FROM docket.runs r JOIN docket.tasks t ON t.run_id = r.run_id"
-     " WHERE " DOCKET_SCOPE_CONDITION
-     " AND ($2::text IS NULL OR t.queue = $2) AND ($4::text IS NULL OR t.task_name = $4)"
-     " AND ($5::text IS NULL OR (r.started_at, r.run_id) <"
-     " ((SELECT c.started_at FROM docket.runs c WHERE c.run_id = $5), $5)))"
-     " SELECT pg_catalog.jsonb_build_object('run_id', run_id, 'tenant_id', tenant_id,"
-     " 'task_name', task_name, 'queue', queue, 'state', state, 'attempts', attempts,"
-     " 'started_at', started_at, 'updated_at', updated_at)::text"
-     " FROM page WHERE ($3::text IS NULL OR state = $3)"
-     " ORDER BY started_at DESC, run_id DESC LIMIT $6::int + 1"},
+     "SELECT pg_catalog.jsonb_build_object('run_id', t.run_id, 'tenant_id', t.tenant_id,"
+     " 'task_name', t.task_name, 'queue', t.queue, 'state', t.state, 'attempts', t.attempt,"
+     " 'started_at', t.started_at, 'updated_at', t.updated_at, 'wake_at', t.wake_at)::text"
+     " FROM docket.list_tasks($1::docket.scope, $2, $3, $4, $5, $6::int + 1) WITH ORDINALITY t"
+     " ORDER BY t.ordinality"},
     {"docket_dash_task_detail",
      "SELECT (pg_catalog.jsonb_build_object('run_id', t.run_id, 'task_name', t.task_name,"
      " 'queue', t.queue, 'params', t.params, 'headers', t.headers,"
@@ -94,7 +80,6 @@ constexpr StatementText kStatements[] = {
 };
 
 #undef DOCKET_SCOPE_CONDITION
-#undef DOCKET_TASK_STATE
 
 const char* or_null(const std::optional<std::string>& value) {
   return value ? value->c_str() : nullptr;

@@ -357,7 +357,8 @@ TEST_F(DocketctlTest, HelpOnEveryCommand) {
                                                           {"queues"},
                                                           {"stats"},
                                                           {"top"},
-                                                          {"cleanup"}};
+                                                          {"cleanup"},
+                                                          {"serve"}};
   for (const auto& command : commands) {
     std::vector<std::string> args = command;
     args.push_back("--help");
@@ -368,6 +369,9 @@ TEST_F(DocketctlTest, HelpOnEveryCommand) {
     EXPECT_EQ(help.status, 0) << name;
     EXPECT_TRUE(contains(help.out, "Usage: " + name + " [OPTIONS]")) << help.out;
   }
+  const Output serve = ctl({"serve", "--help"}, "", false);
+  for (const char* option : {"--listen", "--allow-actions", "--token-file", "--connections"})
+    EXPECT_TRUE(contains(serve.out, option)) << serve.out;
 }
 
 TEST_F(DocketctlTest, GlobalOptionsAfterTheCommand) {

@@ -1,13 +1,18 @@
 // docketctl serve against a seeded database: every API endpoint's JSON, the
 // actions with and without --allow-actions, a role refused by the database
 // (42501), the bearer token, the cross-site checks, the Host check, tenant
-// isolation, and the pages' assets.
+// isolation, the pages' assets, and the docketctl serve subcommand itself.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <pqxx/pqxx>
 
@@ -144,6 +149,9 @@ TEST_F(ServeTest, TasksListFiltersAndPages) {
   EXPECT_EQ(resize["entries"].size(), 2u);
   EXPECT_EQ(get_json(client, "/api/tasks?state=bogus", 400)["error"], "bad_request");
   EXPECT_EQ(get_json(client, "/api/tasks?limit=0", 400)["error"], "bad_request");
+  // A cursor that is no task of the scope: docket.list_tasks's 22023.
+  const Json bad_cursor = get_json(client, "/api/tasks?after=" + seed_.runs.at("other"), 400);
+  EXPECT_EQ(bad_cursor["sqlstate"], "22023");
 
   // Keyset pages of 3: every task once, newest first, the same order as one page.
   std::vector<std::string> paged;
@@ -346,6 +354,7 @@ TEST_F(ServeTest, ActionRefusedByTheDatabaseShowsItsSqlstate) {
     for (const char* reader :
          {"docket.now()", "docket.inspect_run(docket.scope, text)",
           "docket.task_result(docket.scope, text)", "docket.queue_stats(docket.scope)",
+          "docket.list_tasks(docket.scope, text, text, text, text, int)",
           "docket.list_schedules(docket.scope)",
           "docket.list_events(docket.scope, text, bigint, int)"})
       tx.exec(std::string("GRANT EXECUTE ON FUNCTION ") + reader + " TO docket_dash_viewer");
@@ -354,12 +363,21 @@ TEST_F(ServeTest, ActionRefusedByTheDatabaseShowsItsSqlstate) {
         " IS NOT NULL THEN GRANT EXECUTE ON FUNCTION"
         " docket.task_history(docket.scope, text, bigint, integer) TO docket_dash_viewer;"
         " END IF; END $$");
+    // list_tasks runs with its caller's privileges and builds its statement
+    // with an internal helper: a reader needs both (while functions are
+    // SECURITY INVOKER and helpers live in schema docket).
+    tx.exec(
+        "DO $$ BEGIN IF to_regprocedure('docket._list_tasks_statement(docket.scope, boolean,"
+        " boolean)') IS NOT NULL THEN GRANT EXECUTE ON FUNCTION"
+        " docket._list_tasks_statement(docket.scope, boolean, boolean) TO docket_dash_viewer;"
+        " END IF; END $$");
   }
   serve::Options o = options(true);
   o.dsn = test::serve_dsn() + " user=docket_dash_viewer";
   RunningServer server(o);
   httplib::Client client = server.client();
   EXPECT_EQ(get_json(client, "/api/overview")["queues"].size(), 2u);
+  EXPECT_EQ(get_json(client, "/api/tasks?state=running")["entries"].size(), 1u);
   const httplib::Result res = post(client, "/api/tasks/" + seed_.runs.at("running") + "/cancel",
                                    Json::object(), csrf(client));
   ASSERT_TRUE(res);
@@ -509,6 +527,75 @@ TEST_F(ServeTest, PagesAndAssetsAreServedLocally) {
   const httplib::Result missing = client.Get("/api/nope");
   EXPECT_EQ(missing->status, 404);
   EXPECT_EQ(Json::parse(missing->body)["error"], "not_found");
+}
+
+// A child process, killed (SIGKILL) and reaped if the test ends before it does.
+class Child {
+ public:
+  explicit Child(pid_t pid) : pid_(pid) {}
+  ~Child() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+  }
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+  pid_t pid() const { return pid_; }
+  // Sends the signal and reaps the child: its wait status.
+  int signal_and_wait(int signal) {
+    ::kill(pid_, signal);
+    int status = 0;
+    const pid_t reaped = ::waitpid(pid_, &status, 0);
+    pid_ = 0;
+    return reaped < 0 ? -1 : status;
+  }
+
+ private:
+  pid_t pid_;
+};
+
+// docketctl serve: prints its address once it listens (the test reads that
+// line, it does not wait for a time), answers in --scope, and exits 0 on SIGTERM.
+TEST_F(ServeTest, DocketctlServeRunsUntilSigterm) {
+  int out[2];
+  ASSERT_EQ(::pipe(out), 0);
+  const std::vector<std::string> args = {DOCKETCTL_PATH, "--dsn", test::serve_dsn(), "--scope",
+                                         seed_.scope,    "serve", "--listen",        "127.0.0.1:0"};
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+  posix_spawn_file_actions_addclose(&actions, out[0]);
+  posix_spawn_file_actions_addclose(&actions, out[1]);
+  pid_t pid = 0;
+  const int spawned = ::posix_spawn(&pid, DOCKETCTL_PATH, &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(out[1]);
+  ASSERT_EQ(spawned, 0);
+  Child child(pid);
+  // Its first line: "docket dashboard on http://127.0.0.1:PORT/ (scope ..., actions off)".
+  std::string line;
+  char c = 0;
+  while (::read(out[0], &c, 1) == 1 && c != '\n') line += c;
+  ::close(out[0]);
+  const std::string prefix = "docket dashboard on http://127.0.0.1:";
+  ASSERT_EQ(line.rfind(prefix, 0), 0u) << line;
+  EXPECT_NE(line.find("(scope " + seed_.scope + ", actions off)"), std::string::npos) << line;
+  const int port = std::stoi(line.substr(prefix.size()));
+  httplib::Client client("127.0.0.1", port);
+  client.set_read_timeout(std::chrono::seconds(60));
+  const Json session = get_json(client, "/api/session");
+  EXPECT_EQ(session["scope"], seed_.scope);
+  EXPECT_EQ(session["actions"], false);
+  const Json running = get_json(client, "/api/tasks?state=running");
+  ASSERT_EQ(running["entries"].size(), 1u);
+  EXPECT_EQ(running["entries"][0]["run_id"], seed_.runs.at("running"));
+  const int status = child.signal_and_wait(SIGTERM);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 TEST_F(ServeTest, BadOptionsFailAtStart) {

@@ -33,8 +33,9 @@ struct QueueStats {
 };
 QueueStats queue_stats(pqxx::transaction_base& tx, const std::string& scope);
 
-// A page of tasks, newest first by (started_at, run_id), after the cursor: the
-// last run id of the previous page. state is task_result's vocabulary
+// A page of tasks (docket.list_tasks), newest first by (started_at, run_id),
+// after the cursor: the last run id of the previous page, which must still be
+// visible in the scope (else 22023). state is task_result's vocabulary
 // (pending, running, sleeping, waiting, poisoned, completed, failed, cancelled).
 struct TaskQuery {
   std::optional<std::string> queue;
@@ -44,7 +45,8 @@ struct TaskQuery {
   int page_limit = 50;
 };
 // {"entries": [{run_id, task_name, queue, state, attempts, tenant_id,
-// started_at, updated_at}], "has_more", "next_after": the cursor of the next page or null}
+// started_at, updated_at, wake_at}], "has_more", "next_after": the cursor of the
+// next page or null}
 Json list_tasks(pqxx::transaction_base& tx, const std::string& scope, const TaskQuery& query);
 
 // Everything a task page shows but its history: task_result's document plus

@@ -67,5 +67,6 @@ void add_events_commands(CLI::App& app, Context& context);
 void add_poisoned_commands(CLI::App& app, Context& context);
 void add_queues_commands(CLI::App& app, Context& context);  // queues (stats), top
 void add_cleanup_command(CLI::App& app, Context& context);
+void add_serve_command(CLI::App& app, Context& context);  // the web dashboard
 
 }  // namespace docketctl

@@ -4,6 +4,7 @@
 //     runs list|show          tasks spawn|cancel|result|wait|list|show
 //     events emit             poisoned list|retry
 //     queues (alias stats)    top     cleanup
+//     serve                   (the web dashboard, docs/dashboard.md)
 //
 // The connection comes from the standard PG* environment variables, or --dsn.
 // Human tables by default; --json prints JSON for scripts. Exit status: 0 done,
@@ -38,6 +39,7 @@ int main(int argc, char** argv) {
   docketctl::add_poisoned_commands(app, context);
   docketctl::add_queues_commands(app, context);
   docketctl::add_cleanup_command(app, context);
+  docketctl::add_serve_command(app, context);
 
   try {
     app.parse(argc, argv);
