@@ -363,14 +363,6 @@ TEST_F(ServeTest, ActionRefusedByTheDatabaseShowsItsSqlstate) {
         " IS NOT NULL THEN GRANT EXECUTE ON FUNCTION"
         " docket.task_history(docket.scope, text, bigint, integer) TO docket_dash_viewer;"
         " END IF; END $$");
-    // list_tasks runs with its caller's privileges and builds its statement
-    // with an internal helper: a reader needs both (while functions are
-    // SECURITY INVOKER and helpers live in schema docket).
-    tx.exec(
-        "DO $$ BEGIN IF to_regprocedure('docket._list_tasks_statement(docket.scope, boolean,"
-        " boolean)') IS NOT NULL THEN GRANT EXECUTE ON FUNCTION"
-        " docket._list_tasks_statement(docket.scope, boolean, boolean) TO docket_dash_viewer;"
-        " END IF; END $$");
   }
   serve::Options o = options(true);
   o.dsn = test::serve_dsn() + " user=docket_dash_viewer";
