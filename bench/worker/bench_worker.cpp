@@ -27,7 +27,7 @@
 //
 // Each mode prints one line of key=value figures on stdout. drain and
 // drain-steps read optional knobs from the environment: BENCH_POOL_BATCH
-// (WorkerPoolOptions::batch_size, default 10), BENCH_POOL_PREFETCH
+// (WorkerPoolOptions::batch_size, default the pool's), BENCH_POOL_PREFETCH
 // (WorkerPoolOptions::prefetch, default the pool's), BENCH_POOL_CLAIMERS
 // (WorkerPoolOptions::claim_connections, default the pool's) and
 // BENCH_FLUSH_CONNECTIONS (WorkerPoolOptions::flush_connections, default the pool's).
@@ -71,7 +71,7 @@ docket::WorkerPoolOptions pool_options(const std::string& dsn, const std::string
   options.conninfo = dsn;
   options.queue = queue;
   options.concurrency = concurrency;
-  options.batch_size = env_int("BENCH_POOL_BATCH", 10);
+  options.batch_size = env_int("BENCH_POOL_BATCH", options.batch_size);
   options.prefetch = env_int("BENCH_POOL_PREFETCH", options.prefetch);
   options.claim_connections = env_int("BENCH_POOL_CLAIMERS", options.claim_connections);
   options.flush_connections = env_int("BENCH_FLUSH_CONNECTIONS", options.flush_connections);

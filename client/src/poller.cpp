@@ -38,7 +38,10 @@ class DueReceiver final : public pqxx::notification_receiver {
 
 Poller::Poller(std::shared_ptr<PoolShared> pool, RunnerHost& host,
                std::unique_ptr<pqxx::connection> connection)
-    : pool_(std::move(pool)), host_(host), connection_(std::move(connection)) {}
+    : pool_(std::move(pool)),
+      host_(host),
+      connection_(std::move(connection)),
+      prefetch_(pool_->options.prefetch, pool_->options.max_prefetch) {}
 
 Poller::~Poller() {
   stop();
@@ -57,22 +60,24 @@ void Poller::stop() {
   if (assistant_.joinable()) assistant_.join();
 }
 
+int Poller::capacity() const noexcept {
+  return pool_->options.concurrency + prefetch_.prefetch();
+}
+
 int Poller::refill_at() const {
-  const WorkerPoolOptions& options = pool_->options;
-  return std::max(1, std::min(options.batch_size, options.concurrency + options.prefetch) / 2);
+  return std::max(1, std::min(pool_->options.batch_size, capacity()) / 2);
 }
 
 void Poller::assist() {
   const WorkerPoolOptions& options = pool_->options;
-  const int capacity_max = options.concurrency + options.prefetch;
   std::unique_ptr<pqxx::connection> connection;
   std::chrono::milliseconds backoff = kFirstBackoff;
   while (!stopping_.load()) {
     const bool ready = pool_->wait_until(Clock::now() + options.poll_interval, [&] {
-      return stopping_.load() || (busy_.load() && capacity_max - pool_->active() >= refill_at());
+      return stopping_.load() || (busy_.load() && capacity() - pool_->active() >= refill_at());
     });
     if (stopping_.load() || !ready) continue;
-    const int reserved = pool_->reserve_slots(options.batch_size, capacity_max);
+    const int reserved = pool_->reserve_slots(options.batch_size, capacity());
     if (reserved == 0) continue;
     try {
       if (!connection) {
@@ -130,10 +135,8 @@ void Poller::serve(bool& claimed) {
   pool_->log(LogLevel::debug, "poller of queue " + options.queue + " started with " +
                                   std::to_string(host_.live_runners()) + " live runners");
 
-  const int capacity_max = options.concurrency + options.prefetch;
   // A freed slot alone does not make a claim worth it while work is queued:
   // wait until half a batch can be claimed (or the queue ran dry).
-  const int refill = refill_at();
   bool claim_now = true;
   Clock::time_point last_poll = Clock::now();
   Clock::time_point window_end = Clock::time_point::min();  // of the last NOTIFY's debounce
@@ -145,7 +148,7 @@ void Poller::serve(bool& claimed) {
     if (claim_now) {
       claim_now = false;
       last_poll = Clock::now();
-      const int limit = pool_->reserve_slots(options.batch_size, capacity_max);
+      const int limit = pool_->reserve_slots(options.batch_size, capacity());
       if (limit > 0) {
         const int got = claim(*connection_, limit);
         claimed = true;
@@ -191,8 +194,8 @@ void Poller::serve(bool& claimed) {
       case Woken::stopping:
         break;
       case Woken::pipe: {  // a slot was freed: refill
-        const int free = capacity_max - pool_->active();
-        if (free >= refill || (free > 0 && pool_->local.size() == 0)) claim_now = true;
+        const int free = capacity() - pool_->active();
+        if (free >= refill_at() || (free > 0 && pool_->local.size() == 0)) claim_now = true;
         break;
       }
       case Woken::socket:  // a notification (or a broken connection): read it above
@@ -218,6 +221,8 @@ int Poller::claim(pqxx::connection& connection, int reserved) {
     throw;
   }
   pool_->counters.claim_seconds.observe(nanos_since(started));
+  const Clock::time_point done = Clock::now();
+  prefetch_.observe(done - started, pool_->counters.started.load(), done);
   const Clock::time_point claimed_at = started;  // the lease began no earlier
   const int got = static_cast<int>(tasks.size());
   pool_->unreserve_slots(reserved - got);

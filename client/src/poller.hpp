@@ -26,6 +26,7 @@
 
 #include "docket/sql.hpp"
 #include "pool_shared.hpp"
+#include "prefetch.hpp"
 
 namespace docket::detail {
 
@@ -65,6 +66,8 @@ class Poller {
   int claim(pqxx::connection& connection, int reserved);
   // The assistant claimer's thread: claims while busy_ and capacity allow.
   void assist();
+  // Claims the pool may hold now: concurrency + the prefetch (PrefetchSizer).
+  int capacity() const noexcept;
   // The refill threshold: half a batch (or the capacity), at least 1.
   int refill_at() const;
   // Fires the due schedules when schedule_interval has passed since the last
@@ -85,6 +88,7 @@ class Poller {
   // The last claim came back full: there is a backlog, the assistant claims too.
   std::atomic<bool> busy_{false};
   Clock::time_point next_fire_ = Clock::time_point::min();  // poller thread only
+  PrefetchSizer prefetch_;
   std::thread thread_;
   std::thread assistant_;
 };

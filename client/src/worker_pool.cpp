@@ -44,7 +44,10 @@ void validate(const TaskCatalog& catalog, const WorkerPoolOptions& options) {
   if (options.notify_debounce.count() < 0 || options.debounce_poll_interval.count() < 0)
     throw std::invalid_argument(
         "WorkerPool: notify_debounce and debounce_poll_interval must be >= 0");
-  if (options.prefetch < 0) throw std::invalid_argument("WorkerPool: prefetch must be >= 0");
+  if (options.prefetch < kAutoPrefetch)
+    throw std::invalid_argument("WorkerPool: prefetch must be >= 0 or kAutoPrefetch");
+  if (options.max_prefetch < 0)
+    throw std::invalid_argument("WorkerPool: max_prefetch must be >= 0");
   if (options.flush_max_batch < 1)
     throw std::invalid_argument("WorkerPool: flush_max_batch must be >= 1");
   if (options.flush_max_delay.count() < 0)
@@ -190,7 +193,10 @@ void WorkerPool::Impl::start() {
   state_.store(State::running);
   shared_->log(LogLevel::info, "worker pool of queue " + options_.queue + " started (" +
                                    std::to_string(options_.concurrency) + " runners, prefetch " +
-                                   std::to_string(options_.prefetch) + ")");
+                                   (options_.prefetch == kAutoPrefetch
+                                        ? "auto up to " + std::to_string(options_.max_prefetch)
+                                        : std::to_string(options_.prefetch)) +
+                                   ")");
 }
 
 void WorkerPool::Impl::start_thread() {

@@ -115,6 +115,9 @@ enum class OnStuck {
 // WorkerPool::wait()'s value after on_stuck = exit stopped the pool (EX_SOFTWARE).
 constexpr int kStuckExitCode = 70;
 
+// WorkerPoolOptions::prefetch: sized by the pool (see there).
+constexpr int kAutoPrefetch = -1;
+
 struct WorkerPoolOptions {
   std::string conninfo;  // libpq connection string ("" = PG* environment)
   // When set, every connection the pool opens comes from it and conninfo is
@@ -123,11 +126,17 @@ struct WorkerPoolOptions {
   ConnectionFactory connection_factory;
   std::string queue = "default";
   int concurrency = 10;  // runners at most
-  int batch_size = 10;   // claim at most this many per poll
-  // Claims held in the local queue beyond the running ones (0: no prefetch).
-  // A queued claim is released (handed back to the database) if no runner took
-  // it within half the lease, and at shutdown.
-  int prefetch = 10;
+  int batch_size = 100;  // claim at most this many per poll
+  // Claims held in the local queue beyond the running ones: kAutoPrefetch (the
+  // default) sizes it to the work (below), a number >= 0 fixes it (0: no
+  // prefetch). A queued claim is released (handed back to the database) if no
+  // runner took it within half the lease, and at shutdown.
+  // Automatic: about two claim round trips of work, the rate at which runners
+  // start tasks times twice a claim's duration, between 0 and max_prefetch.
+  // Short tasks get a deep queue (claiming is not what bounds the pool), slow
+  // tasks none (a pool does not hoard work another pool could start).
+  int prefetch = kAutoPrefetch;
+  int max_prefetch = 100;  // the automatic prefetch's bound
   std::chrono::milliseconds poll_interval{1000};
   std::chrono::milliseconds lease{30000};  // claim TTL; the watchdog warns at 1x, stops at 2x
   std::chrono::milliseconds shutdown_grace{10000};
