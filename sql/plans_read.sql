@@ -41,9 +41,10 @@ EXPLAIN (COSTS OFF) EXECUTE advance_run ('run-0001', false, 't1', 2);
 -- The log's run_id compares bytewise (COLLATE "C"); the scope check is a
 -- one-time EXISTS on the run's primary key, not a join whose equivalence
 -- class would compare runs.run_id in the log's collation (no index for that).
--- The two events a task's row states (spawned, completed) are read from the
--- run row by primary key, and merged by number (a Merge Append of index order).
-PREPARE list_events (text, bool, text, bigint, int) AS SELECT x.seq, x.type, x.payload, x.recorded_at FROM ((SELECT e.seq, e.type, e.payload, e.recorded_at FROM docket.run_events e WHERE e.run_id = $1 AND e.seq > $4 ORDER BY e.seq LIMIT $5) UNION ALL SELECT 1::bigint, 'spawned', '{}'::jsonb, r.started_at FROM docket.runs r WHERE r.run_id = $1 AND $4 < 1 AND r.graph_hash = 'task' AND r.event_seq >= 1 AND NOT EXISTS (SELECT 1 FROM docket.run_events s WHERE s.run_id = $1 AND s.seq = 1) UNION ALL SELECT r.completed_seq, 'completed', '{}'::jsonb, r.completed_at FROM docket.runs r WHERE r.run_id = $1 AND r.completed_seq > $4) AS x WHERE EXISTS (SELECT 1 FROM docket.runs r WHERE r.run_id = $1 AND ($2 OR r.tenant_id IS NOT DISTINCT FROM $3)) ORDER BY x.seq LIMIT $5;
+-- The events a task's rows state (spawned and completed: its run row;
+-- step_completed: its step rows, by the primary key's run_id prefix, sorted
+-- by number) are read by primary key and merged by number.
+PREPARE list_events (text, bool, text, bigint, int) AS SELECT x.seq, x.type, x.payload, x.recorded_at FROM ((SELECT e.seq, e.type, e.payload, e.recorded_at FROM docket.run_events e WHERE e.run_id = $1 AND e.seq > $4 ORDER BY e.seq LIMIT $5) UNION ALL SELECT 1::bigint, 'spawned', '{}'::jsonb, r.started_at FROM docket.runs r WHERE r.run_id = $1 AND $4 < 1 AND r.graph_hash = 'task' AND r.event_seq >= 1 AND NOT EXISTS (SELECT 1 FROM docket.run_events s WHERE s.run_id = $1 AND s.seq = 1) UNION ALL (SELECT s.seq, 'step_completed', jsonb_build_object('step_name', s.step_name), s.completed_at FROM docket.task_steps s WHERE s.run_id = $1 AND s.seq > $4 ORDER BY s.seq LIMIT $5) UNION ALL SELECT r.completed_seq, 'completed', '{}'::jsonb, r.completed_at FROM docket.runs r WHERE r.run_id = $1 AND r.completed_seq > $4) AS x WHERE EXISTS (SELECT 1 FROM docket.runs r WHERE r.run_id = $1 AND ($2 OR r.tenant_id IS NOT DISTINCT FROM $3)) ORDER BY x.seq LIMIT $5;
 EXPLAIN (COSTS OFF) EXECUTE list_events ('run-0001', false, 't1', 2, 100);
 
 -- list_runs: one statement per (scope kind, graph_id?, graph_hash?, statuses?,

@@ -37,8 +37,9 @@ Statement insert_events{
 // states instead of the log (sql/upgrade/0.3.0/86_history_implied.sql): its
 // spawned event, at its started_at, number 1 of a task run whose counter the
 // spawn set to 1 and which no log row numbers 1 (a run the run store inserted
-// starts at 0, and its own first append is logged as 1); and its
-// completed event, at completed_seq and completed_at. No rows when the run is
+// starts at 0, and its own first append is logged as 1); each stored step's
+// step_completed event, at task_steps.seq and completed_at; and its completed
+// event, at completed_seq and completed_at. No rows when the run is
 // not visible: the scope check is a one-time EXISTS on the run's primary key
 // (a join would compare runs.run_id in the log's collation, "C", for which
 // runs has no index: sql/plans_read.sql). The log's part is cut at the page
@@ -50,6 +51,9 @@ Statement list_statement{
     " UNION ALL SELECT 1::bigint, 'spawned', '{}'::jsonb, r.started_at FROM docket.runs r"
     " WHERE r.run_id = $1 AND $4 < 1 AND r.graph_hash = 'task' AND r.event_seq >= 1"
     " AND NOT EXISTS (SELECT 1 FROM docket.run_events s WHERE s.run_id = $1 AND s.seq = 1)"
+    " UNION ALL (SELECT s.seq, 'step_completed', jsonb_build_object('step_name', s.step_name),"
+    " s.completed_at FROM docket.task_steps s WHERE s.run_id = $1 AND s.seq > $4"
+    " ORDER BY s.seq LIMIT $5)"
     " UNION ALL SELECT r.completed_seq, 'completed', '{}'::jsonb, r.completed_at"
     " FROM docket.runs r WHERE r.run_id = $1 AND r.completed_seq > $4) AS x"
     " WHERE EXISTS (SELECT 1 FROM docket.runs r"

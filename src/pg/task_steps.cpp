@@ -12,7 +12,6 @@
 #include "core/task.hpp"
 #include "pg/claim.hpp"
 #include "pg/datum.hpp"
-#include "pg/history.hpp"
 #include "pg/spi.hpp"
 #include "pg/task_store.hpp"
 
@@ -26,10 +25,12 @@ namespace {
 // caller matches them to the items. (Joining them to the items in SQL made the
 // generic plan compare every item with every row: quadratic in the batch.)
 // Each held run's event counter advances by its fresh items (fresh_count, in
-// the order of $6), and the steps inserted are recorded as step_completed
-// events numbered up to it. (Should a fresh step be stored by another call
-// of the same claim between the look and the insert, its number goes unused:
-// the history skips it.)
+// the order of $6), and each step inserted keeps its step_completed event's
+// number (task_steps.seq: numbered up to the counter in step name order; the
+// step row states the event, src/pg/events.cpp reads it from there). Only
+// fresh items are inserted (the others would conflict). (Should a fresh step
+// be stored by another call of the same claim between the look and the
+// insert, its number goes unused: the history skips it.)
 // Progress resets the poison counter, as a commit does: a held run with an
 // item whose step is not stored yet (fresh: the insert stores it) gets
 // claim_attempts = 0 in the same fenced UPDATE, so a task that keeps storing
@@ -38,7 +39,7 @@ namespace {
 #define DOCKET_STEPS_REFRESH                                                             \
   "WITH items AS (SELECT * FROM unnest($1, $2, $3, $4) WITH ORDINALITY"                  \
   " AS i (run_id, token, step_name, value, ord)),"                                       \
-  " fresh AS (SELECT i.run_id, i.token FROM items i WHERE NOT EXISTS (SELECT 1"          \
+  " fresh AS (SELECT i.* FROM items i WHERE NOT EXISTS (SELECT 1"                        \
   " FROM docket.task_steps s WHERE s.run_id = i.run_id AND s.step_name = i.step_name))," \
   " fresh_count AS (SELECT array_agg(coalesce(g.n, 0) ORDER BY d.ord) AS n"              \
   " FROM unnest($6, $7) WITH ORDINALITY AS d (run_id, token, ord)"                       \
@@ -52,14 +53,15 @@ namespace {
   " AND r.claim_token = $7[array_position($6, r.run_id)]"                                \
   " AND r.graph_hash = 'task' AND (r.deadline_at IS NULL OR r.deadline_at > $5)"         \
   " RETURNING r.run_id, r.claim_token, r.event_seq),"                                    \
-  " ins AS (INSERT INTO docket.task_steps AS s (run_id, step_name, value, completed_at)" \
-  " SELECT i.run_id, i.step_name, i.value, $5 FROM items i"                              \
-  " JOIN held h ON h.run_id = i.run_id AND h.claim_token = i.token"                      \
-  " ORDER BY i.run_id, i.step_name"                                                      \
+  " ins AS (INSERT INTO docket.task_steps AS s (run_id, step_name, value, completed_at," \
+  " seq) SELECT f.run_id, f.step_name, f.value, $5, h.event_seq - count(*) OVER w"       \
+  " + row_number() OVER (w ORDER BY f.step_name) FROM fresh f"                           \
+  " JOIN held h ON h.run_id = f.run_id AND h.claim_token = f.token"                      \
+  " WINDOW w AS (PARTITION BY f.run_id) ORDER BY f.run_id, f.step_name"                  \
   " ON CONFLICT ON CONSTRAINT task_steps_pkey DO NOTHING"                                \
   " RETURNING s.run_id, s.step_name, s.value)"                                           \
-  " SELECT h.run_id, h.claim_token, NULL::text, NULL::jsonb, h.event_seq FROM held h"    \
-  " UNION ALL SELECT n.run_id, NULL::uuid, n.step_name, n.value, NULL FROM ins n"
+  " SELECT h.run_id, h.claim_token, NULL::text, NULL::jsonb FROM held h"                 \
+  " UNION ALL SELECT n.run_id, NULL::uuid, n.step_name, n.value FROM ins n"
 
 // Several runs: the runs any of the items' tokens hold are locked explicitly
 // in run_id order (the ARRAY subquery: ORDER BY under FOR NO KEY UPDATE)
@@ -154,37 +156,20 @@ std::vector<StepResult> store_steps(const std::vector<StepItem>& items, Micros n
   Statement& statement = runs.size() == 1 ? steps_one_statement : steps_statement;
   spi_prepare_generic(statement);
   const std::uint64_t rows = spi_execute(statement, params, nullptr);
-  std::unordered_map<std::string, Token> held;                               // run id -> token
-  std::unordered_map<std::string, std::pair<Datum, std::int64_t>> last_seq;  // run id -> (id, seq)
+  std::unordered_map<std::string, Token> held;                    // run id -> token
   std::map<std::pair<std::string, std::string>, Datum> inserted;  // (run id, step) -> value
   for (std::uint64_t row = 0; row < rows; ++row) {
     bool isnull = false;
-    const Datum run_id = spi_value(row, 1, &isnull);
-    std::string id = text_value(run_id);
+    std::string id = text_value(spi_value(row, 1, &isnull));
     const Datum step_name = spi_value(row, 3, &isnull);
     if (isnull) {
-      held.emplace(id, token_value(spi_value(row, 2, &isnull)));
-      last_seq.emplace(std::move(id),
-                       std::make_pair(run_id, DatumGetInt64(spi_value(row, 5, &isnull))));
+      held.emplace(std::move(id), token_value(spi_value(row, 2, &isnull)));
       continue;
     }
     bool value_null = false;
     const Datum value = spi_value(row, 4, &value_null);
     if (!value_null) inserted.emplace(std::make_pair(std::move(id), text_value(step_name)), value);
   }
-  // step_completed events, numbered per run up to its counter, in step order.
-  std::vector<HistoryEvent> events;
-  for (auto it = inserted.begin(); it != inserted.end();) {
-    const std::string& id = it->first.first;
-    auto end = it;
-    std::int64_t k = 0;
-    while (end != inserted.end() && end->first.first == id) ++end, ++k;
-    const auto& [run_id, seq] = last_seq.at(id);
-    for (std::int64_t next = seq - k + 1; it != end; ++it, ++next)
-      events.push_back({run_id, next, "step_completed",
-                        json_object({{"step_name", json_string(it->first.second)}})});
-  }
-  append_history(events, now);
   std::vector<StepResult> out(n);
   std::vector<int> kept;
   for (int i = 0; i < n; ++i) {

@@ -3,7 +3,7 @@
 -- them. Each path below checks the order, the payloads and the recorded times
 -- of its events. Times in 2041 (docket.fake_now).
 BEGIN;
-SELECT plan(65);
+SELECT plan(68);
 SET LOCAL timezone = 'UTC';
 
 \ir lib/task_helpers.sql
@@ -200,8 +200,14 @@ SELECT ok(pg_temp.numbered('unknown'), 'numbered without a gap');
 -------------------------------------------------------------------------------
 -- The events the run row states: spawned and completed cost no log row
 -------------------------------------------------------------------------------
-SELECT is(pg_temp.logged('ok'), 'claimed,step_completed',
-  'a completed task''s log holds neither spawned nor completed: its row states them');
+SELECT is(pg_temp.logged('ok'), 'claimed',
+  'a completed task''s log holds neither spawned, step_completed nor completed: its rows state them');
+SELECT is((SELECT array_agg(s.step_name || ':' || s.seq) FROM docket.task_steps s WHERE s.run_id = pg_temp.id('ok')),
+  '{a:3}', 'the step row keeps its event''s number');
+SELECT is((SELECT string_agg(s.step_name || ':' || s.seq, ',' ORDER BY s.step_name) FROM docket.task_steps s WHERE s.run_id = pg_temp.id('batch')),
+  'x:3,y:4', 'the steps of one call numbered in step name order');
+SELECT is((SELECT string_agg(h.seq || ':' || h.type, ',' ORDER BY h.seq) FROM docket.task_history('system', pg_temp.id('batch'), 2, 2) h),
+  '3:step_completed,4:step_completed', 'a page of step rows');
 SELECT pg_temp.spawn('lean');
 SELECT is(pg_temp.logged('lean'), '', 'a spawn writes no log row');
 SELECT is(pg_temp.types('lean'), 'spawned', 'and its history starts with spawned, number 1');

@@ -13,9 +13,16 @@
 --   completed_at in its own UPDATE. A second completion of the same run (only
 --   after a mutate_run revived it) finds them taken and writes its event to
 --   the log as before.
+-- - step_completed: each step row the task layer stores keeps its event's
+--   number in task_steps.seq, beside its completed_at (rows stored by a wait,
+--   and before 0.3.0, have none: their events, if any, are in the log).
 -- A no-op task's history thus costs one log row (claimed) instead of three,
--- and a spawn none. Neither column is an index key: the completion stays HOT.
+-- a spawn none, and a stored step none. Neither runs column is an index key:
+-- the completion stays HOT.
 ALTER TABLE docket.runs ADD COLUMN completed_seq bigint, ADD COLUMN completed_at timestamptz;
+ALTER TABLE docket.task_steps ADD COLUMN seq bigint;
+COMMENT ON COLUMN docket.task_steps.seq IS
+  'the number of the step''s step_completed event in its run''s history, which the step row states instead of docket.run_events (NULL: none)';
 COMMENT ON COLUMN docket.runs.completed_seq IS
   'the number of the task''s completed event, which the row states instead of docket.run_events (NULL: none)';
 COMMENT ON COLUMN docket.runs.completed_at IS
