@@ -22,7 +22,7 @@
 #      docket.notify_interval_ms 0 and default, NOTIFY off).
 # Knobs (environment): BENCH_PORT (54352), BENCH_TASKS (100000), BENCH_CONCURRENCY
 # ("10 50"), STEPS_TASKS (20000), STEPS (3), STEPS_CONCURRENCY ("10 200"),
-# STEPS_POOL_BATCH (drain-steps' claim batch; 10 below concurrency 100, else 100),
+# STEPS_POOL_BATCH (drain-steps' claim batch; default the pool's),
 # WAKE_COUNT (300), WAKE_INTERVAL_MS (10), WAKE_BURST (10), WAKE_BURST_MS (100),
 # BENCH_EXTRA (0), BENCH_FSYNC (on),
 # BENCH_INSTALL (1: make install first), BENCH_BUILD (client/build),
@@ -191,11 +191,15 @@ done
 say ""
 say "steps: $STEPS_TASKS pre-spawned tasks of $STEPS checkpointed steps each"
 for c in $STEPS_CONCURRENCY; do
-  # The claim batch: 10 (bench_worker's default) below concurrency 100, else
-  # 100: ten runners' worth per claim would make the poller the bottleneck.
-  batch=${STEPS_POOL_BATCH:-$([ "$c" -lt 100 ] && echo 10 || echo 100)}
+  # The claim batch: the pool's default (100, with the automatic prefetch)
+  # unless STEPS_POOL_BATCH sets one.
+  batch=${STEPS_POOL_BATCH:-default}
   spawn "steps$c" "$STEPS_TASKS" steps
-  line=$(BENCH_POOL_BATCH=$batch "$BENCH" drain-steps "$DSN" "steps$c" "$c" "$STEPS_TASKS" "$STEPS")
+  if [ "$batch" = default ]; then
+    line=$("$BENCH" drain-steps "$DSN" "steps$c" "$c" "$STEPS_TASKS" "$STEPS")
+  else
+    line=$(BENCH_POOL_BATCH=$batch "$BENCH" drain-steps "$DSN" "steps$c" "$c" "$STEPS_TASKS" "$STEPS")
+  fi
   rate[steps.$c]=$(field "$line" tasks_per_s)
   row "$c" "WorkerPool, $STEPS steps per task, claim batch $batch (drain-steps)" "${rate[steps.$c]}" "$(field "$line" seconds)"
   row "$c" "  (steps/s)" "$(field "$line" steps_per_s)" ""
