@@ -29,10 +29,12 @@ PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
 SERVER_INCLUDE := $(shell $(PG_CONFIG) --includedir-server 2>/dev/null)
 
 PG_CPPFLAGS = -I$(CURDIR)/src -isystem $(SERVER_INCLUDE)
+# -MMD -MP: each object also writes the headers it read (src/**/*.d, included
+# below), so a header change rebuilds every object that includes it.
 PG_CXXFLAGS = -std=c++17 -Wall -Wextra -Werror -Wno-register -Wno-unused-parameter \
-              -Wno-missing-field-initializers -fno-omit-frame-pointer
+              -Wno-missing-field-initializers -fno-omit-frame-pointer -MMD -MP
 SHLIB_LINK = -lstdc++
-EXTRA_CLEAN = test/regress_output test/isolation/output build $(ASSEMBLED)
+EXTRA_CLEAN = test/regress_output test/isolation/output build $(ASSEMBLED) $(OBJS:.o=.d)
 
 # Debian's PGXS enables LLVM bitcode, which C++ sources cannot produce with g++.
 override with_llvm = no
@@ -81,3 +83,5 @@ tidy:
 ifneq ($(wildcard $(PGXS)),)
 include $(PGXS)
 endif
+
+-include $(OBJS:.o=.d)
