@@ -29,10 +29,9 @@ constexpr StatementText kStatements[] = {
      "$7::text[])::text"},
     {"docket_retry_poisoned_run", "SELECT docket.retry_poisoned_run($1::docket.scope, $2)::text"},
     {"docket_poisoned_runs",
-     "SELECT pg_catalog.jsonb_build_object('run_id', run_id, 'tenant_id', tenant_id, 'queue', "
-     "queue, 'graph_id', graph_id, 'poisoned_at', poisoned_at, 'poison_reason', "
-     "poison_reason)::text FROM docket.runs WHERE poisoned_at IS NOT NULL "
-     "ORDER BY poisoned_at, run_id LIMIT $1::int"},
+     "SELECT pg_catalog.jsonb_build_object('run_id', p.run_id, 'tenant_id', p.tenant_id, 'queue', "
+     "p.queue, 'graph_id', p.graph_id, 'poisoned_at', p.poisoned_at, 'poison_reason', "
+     "p.poison_reason)::text FROM docket.list_poisoned('system', $1::int) p"},
     {"docket_queue_stats",
      "SELECT pg_catalog.jsonb_build_object("
      "'queue', queue, 'due', due, 'scheduled', scheduled, 'running', running,"

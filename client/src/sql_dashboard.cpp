@@ -1,8 +1,9 @@
 // The sql boundary's operator reads (sql_dashboard.hpp). A scope is always the
 // caller's and is checked by docket's own functions (queue_stats, list_tasks,
-// inspect_run, list_schedules, task_history) or, where a statement reads a
-// table, by the same condition those functions apply. Timestamps come out as
-// JSON text (ISO-8601); no statement selects a claim token.
+// inspect_task, inspect_run, task_result, list_poisoned, list_schedules,
+// task_history): no statement reads a table, so a role with docket_reader and
+// no table privilege sees what its scope allows. Timestamps come out as JSON
+// text (ISO-8601); no statement selects a claim token.
 #include "docket/sql_dashboard.hpp"
 
 #include <atomic>
@@ -12,11 +13,6 @@
 namespace docket::sql::dashboard {
 
 namespace {
-
-// The scope condition of a table read over docket.runs r, scope in $1.
-#define DOCKET_SCOPE_CONDITION                                                      \
-  "($1::docket.scope = 'system' OR ($1 = 'tenantless' AND r.tenant_id IS NULL) OR " \
-  "(pg_catalog.left($1, 7) = 'tenant:' AND r.tenant_id = pg_catalog.substr($1, 8)))"
 
 struct StatementText {
   const char* name;
@@ -41,19 +37,9 @@ constexpr StatementText kStatements[] = {
      " 'started_at', t.started_at, 'updated_at', t.updated_at, 'wake_at', t.wake_at)::text"
      " FROM docket.list_tasks($1::docket.scope, $2, $3, $4, $5, $6::int + 1) WITH ORDINALITY t"
      " ORDER BY t.ordinality"},
+    // docket.inspect_task: the task's facts and steps, NULL outside the scope.
     {"docket_dash_task_detail",
-     "SELECT (pg_catalog.jsonb_build_object('run_id', t.run_id, 'task_name', t.task_name,"
-     " 'queue', t.queue, 'params', t.params, 'headers', t.headers,"
-     " 'max_attempts', t.max_attempts, 'retry', t.retry, 'idempotency_key', t.idempotency_key,"
-     " 'created_at', t.created_at, 'cancel_at', t.cancel_at, 'deadline_at', t.deadline_at,"
-     " 'steps', coalesce((SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object("
-     "'step_name', s.step_name, 'value', s.value, 'completed_at', s.completed_at)"
-     " ORDER BY s.completed_at, s.step_name) FROM docket.task_steps s"
-     " WHERE s.run_id = t.run_id), '[]'))"
-     " || pg_catalog.jsonb_build_object('status', r.status, 'started_at', r.started_at,"
-     " 'updated_at', r.updated_at, 'checkpoint_seq', r.checkpoint_seq))::text"
-     " FROM docket.tasks t JOIN docket.runs r ON r.run_id = t.run_id WHERE t.run_id = $2"
-     " AND docket.inspect_run($1::docket.scope, $2) IS NOT NULL"},
+     "SELECT d::text FROM docket.inspect_task($1::docket.scope, $2) d WHERE d IS NOT NULL"},
     {"docket_dash_now", "SELECT pg_catalog.to_jsonb(docket.now()) #>> '{}'"},
     {"docket_dash_has_task_history",
      "SELECT pg_catalog.to_regprocedure("
@@ -67,19 +53,12 @@ constexpr StatementText kStatements[] = {
      " 'recorded_at', e.recorded_at)::text"
      " FROM docket.list_events($1::docket.scope, $2, $3::bigint, $4::int) e"},
     {"docket_dash_poisoned_runs",
-     "SELECT pg_catalog.jsonb_build_object('run_id', r.run_id, 'tenant_id', r.tenant_id,"
-     " 'queue', r.queue, 'graph_id', r.graph_id, 'poisoned_at', r.poisoned_at,"
-     " 'poison_reason', r.poison_reason, 'claim_attempts', r.claim_attempts,"
-     " 'claim_abandons', r.claim_abandons)::text"
-     " FROM docket.runs r WHERE r.poisoned_at IS NOT NULL AND " DOCKET_SCOPE_CONDITION
-     " ORDER BY r.poisoned_at, r.run_id LIMIT $2::int"},
+     "SELECT pg_catalog.to_jsonb(p)::text FROM docket.list_poisoned($1::docket.scope, $2::int) p"},
     {"docket_dash_list_schedules",
      "SELECT pg_catalog.jsonb_build_object('schedule_name', s.schedule_name, 'cron', s.cron,"
      " 'task_name', s.task_name, 'queue', s.queue, 'owner_scope', s.owner_scope,"
      " 'next_run_at', s.next_run_at)::text FROM docket.list_schedules($1::docket.scope) s"},
 };
-
-#undef DOCKET_SCOPE_CONDITION
 
 const char* or_null(const std::optional<std::string>& value) {
   return value ? value->c_str() : nullptr;

@@ -32,7 +32,9 @@ SELECT r, f::regprocedure
                     'docket.task_history(docket.scope, text, bigint, int)',
                     'docket.queue_stats(docket.scope)',
                     'docket.list_schedules(docket.scope)',
-                    'docket.list_tasks(docket.scope, text, text, text, text, int)']) f;
+                    'docket.list_tasks(docket.scope, text, text, text, text, int)',
+                    'docket.inspect_task(docket.scope, text)',
+                    'docket.list_poisoned(docket.scope, int, timestamptz, text)']) f;
 INSERT INTO caps
 SELECT r, f::regprocedure
   FROM unnest(ARRAY['docket_producer', 'docket_operator']) r,

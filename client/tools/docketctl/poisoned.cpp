@@ -13,7 +13,8 @@ void add_poisoned_commands(CLI::App& app, Context& context) {
 
   auto limit = std::make_shared<int>(20);
   CLI::App* list = poisoned->add_subcommand("list", "poisoned runs, oldest first");
-  list->add_option("--limit", *limit, "at most this many (default 20)")->check(CLI::PositiveNumber);
+  list->add_option("--limit", *limit, "at most this many (default 20)")
+      ->check(CLI::Range(1, 10000));
   list->callback([&context, limit] {
     std::vector<docket::Json> rows = docket::sql::in_transaction(
         context.connection(), false,

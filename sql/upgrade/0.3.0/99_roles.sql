@@ -40,7 +40,8 @@ BEGIN
      WHERE p.pronamespace = 'docket'::regnamespace
        AND p.proname IN ('emit_event', 'cancel_task', 'task_result', 'schedule_task',
                          'unschedule_task', 'list_schedules', 'fire_schedules', 'queue_stats',
-                         'cleanup', 'list_tasks', 'bind_tenant', 'unbind_tenant')
+                         'cleanup', 'list_tasks', 'bind_tenant', 'unbind_tenant',
+                         'inspect_task', 'list_poisoned')
        AND p.prolang = (SELECT oid FROM pg_catalog.pg_language WHERE lanname = 'plpgsql')
      ORDER BY p.proname
   LOOP
@@ -86,7 +87,9 @@ DECLARE
     'docket.task_history(docket.scope, text, bigint, int)',
     'docket.queue_stats(docket.scope)',
     'docket.list_schedules(docket.scope)',
-    'docket.list_tasks(docket.scope, text, text, text, text, int)'];
+    'docket.list_tasks(docket.scope, text, text, text, text, int)',
+    'docket.inspect_task(docket.scope, text)',
+    'docket.list_poisoned(docket.scope, int, timestamptz, text)'];
   producer text[] := reader || ARRAY[
     'docket.save_graph(text, text, jsonb)',
     'docket.insert_run(docket.scope, jsonb, docket.checkpoint_type, timestamptz, text)',
