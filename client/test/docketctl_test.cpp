@@ -251,7 +251,7 @@ TEST_F(DocketctlTest, PoisonedListAndRetry) {
   const std::string second = spawn("fragile");
   poison();
 
-  const Output list = ctl({"--json", "poisoned", "list", "--limit", "100000"});
+  const Output list = ctl({"--json", "poisoned", "list", "--limit", "10000"});
   ASSERT_EQ(list.status, 0) << list.err;
   int found = 0;
   for (const Json& row : list.json()) {
@@ -262,7 +262,7 @@ TEST_F(DocketctlTest, PoisonedListAndRetry) {
     }
   }
   EXPECT_EQ(found, 2);
-  const Output human = ctl({"poisoned", "list", "--limit", "100000"});
+  const Output human = ctl({"poisoned", "list", "--limit", "10000"});
   ASSERT_EQ(human.status, 0) << human.err;
   EXPECT_TRUE(contains(human.out, "poison_reason")) << human.out;
   EXPECT_TRUE(contains(human.out, first)) << human.out;
