@@ -29,13 +29,12 @@ using test::scalar;
 using test::unique_name;
 
 // What the handlers saw: handlers inside now, the most at once, how many ever
-// entered, and the live claims of the queue a handler counted on entry.
+// entered.
 struct Probe {
   std::atomic<bool> release{false};  // set by the test: blocked handlers return
   std::atomic<int> inside{0};
   std::atomic<int> max_inside{0};
   std::atomic<int> entered{0};
-  std::atomic<int> max_live_claims{0};
   // ReplaceReusesTheSlot...: the first execution's claim token, and whether a
   // later handler found it still held.
   std::mutex token_mutex;
