@@ -25,8 +25,11 @@ void validate_abandon_policy(const AbandonPolicy& policy) {
 }
 
 std::int64_t abandon_backoff_ms(int base_ms, int cap_ms, int abandons_before) noexcept {
-  std::int64_t delay = base_ms;
-  for (int i = 0; i < abandons_before && delay < cap_ms; ++i) delay *= 2;
+  // base * 2^n in closed form (no loop whose length is the abandon count): from
+  // n = 32 on, any base > 0 is past every int cap.
+  if (base_ms <= 0) return std::min(base_ms, cap_ms);  // refused by validation; no shift of it
+  const int doublings = std::min(std::max(abandons_before, 0), 32);
+  const std::int64_t delay = static_cast<std::int64_t>(base_ms) << doublings;
   return std::min<std::int64_t>(delay, cap_ms);
 }
 

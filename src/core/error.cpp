@@ -26,6 +26,10 @@ const char* sqlstate(Reason reason) noexcept {
       return "23505";
     case Reason::cancelled:
       return "DK010";
+    case Reason::limit_exceeded:
+      return "54000";
+    case Reason::serialization_failure:
+      return "40001";
   }
   return "XX000";
 }
@@ -52,6 +56,10 @@ const char* reason_word(Reason reason) noexcept {
       return "duplicate_run";
     case Reason::cancelled:
       return "cancelled";
+    case Reason::limit_exceeded:
+      return "limit_exceeded";
+    case Reason::serialization_failure:
+      return "serialization_failure";
   }
   return "internal";
 }

@@ -8,16 +8,18 @@
 namespace docket {
 
 enum class Reason {
-  stale_fence,       // DK001
-  invalid_commit,    // DK002
-  not_found,         // DK003
-  inactive_run,      // DK004
-  invalid_mutation,  // DK005
-  graph_conflict,    // DK006
-  invalid_run,       // DK007
-  bad_argument,      // 22023
-  duplicate_run,     // 23505
-  cancelled,         // DK010: the task was cancelled (or ran past max_duration_ms)
+  stale_fence,            // DK001
+  invalid_commit,         // DK002
+  not_found,              // DK003
+  inactive_run,           // DK004
+  invalid_mutation,       // DK005
+  graph_conflict,         // DK006
+  invalid_run,            // DK007
+  bad_argument,           // 22023
+  duplicate_run,          // 23505
+  cancelled,              // DK010: the task was cancelled (or ran past max_duration_ms)
+  limit_exceeded,         // 54000: a value over its size cap (docket.max_*_bytes)
+  serialization_failure,  // 40001: a row vanished under a concurrent transaction; retry
 };
 
 // Five-character SQLSTATE of a reason.

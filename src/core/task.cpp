@@ -147,9 +147,11 @@ std::int64_t retry_delay_ms(const RetryPolicy& policy, int failed_attempt,
       delay = policy.base_ms;
       break;
     case RetryKind::exponential:
-      // base * factor^(n-1), stepwise so it saturates instead of overflowing
-      delay = policy.base_ms;
-      for (int i = 2; i <= failed_attempt && delay < cap; ++i) delay *= policy.factor;
+      // base * factor^(n-1) in closed form: no loop whose length is the attempt
+      // count; a huge power is infinity, which the cap below saturates.
+      delay = policy.base_ms <= 0
+                  ? 0.0
+                  : policy.base_ms * std::pow(policy.factor, std::max(failed_attempt, 1) - 1);
       break;
   }
   delay = std::min(delay, cap);

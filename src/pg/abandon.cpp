@@ -5,6 +5,7 @@
 #include "pg/abandon.hpp"
 
 #include "pg/datum.hpp"
+#include "pg/input_limits.hpp"
 #include "pg/notify.hpp"
 #include "pg/spi.hpp"
 
@@ -47,7 +48,7 @@ AbandonPolicy abandon_policy(FunctionCallInfo fcinfo) {
   require(fcinfo, 1, "claim_token");
   AbandonPolicy policy;
   policy.expected_checkpoint_seq = int64_arg(fcinfo, 2, "expected_checkpoint_seq");
-  policy.now = timestamp_arg(fcinfo, 3, "now");
+  policy.now = now_arg(fcinfo, 3);
   policy.retry_at = timestamp_arg(fcinfo, 4, "retry_at");
   policy.max_claim_abandons = int32_arg(fcinfo, 5, "max_claim_abandons");
   require(fcinfo, 6, "non_poisoning");

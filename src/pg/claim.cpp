@@ -12,6 +12,7 @@
 
 #include "core/limits.hpp"
 #include "pg/datum.hpp"
+#include "pg/input_limits.hpp"
 #include "pg/history.hpp"
 #include "pg/task_store.hpp"
 #include "pg/spi.hpp"
@@ -189,7 +190,7 @@ enum Returned {
 
 ClaimRequest claim_args(FunctionCallInfo fcinfo) {
   ClaimRequest args;
-  args.policy.now = timestamp_arg(fcinfo, 0, "now");
+  args.policy.now = now_arg(fcinfo, 0);
   args.policy.limit = int32_arg(fcinfo, 1, "claim_limit");
   args.policy.orphan_ttl_ms = int64_arg(fcinfo, 2, "orphan_ttl_ms");
   args.policy.max_claim_attempts = int32_arg(fcinfo, 3, "max_claim_attempts");

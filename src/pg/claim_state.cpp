@@ -2,6 +2,7 @@
 // exact token.
 #include "core/fence.hpp"
 #include "pg/datum.hpp"
+#include "pg/input_limits.hpp"
 #include "pg/notify.hpp"
 #include "pg/spi.hpp"
 
@@ -31,7 +32,7 @@ struct ClaimArgs {
 ClaimArgs claim_args(FunctionCallInfo fcinfo) {
   require(fcinfo, 0, "run_id");
   require(fcinfo, 1, "claim_token");
-  timestamp_arg(fcinfo, 2, "now");
+  now_arg(fcinfo, 2);
   return ClaimArgs{{PG_GETARG_DATUM(0), PG_GETARG_DATUM(1), PG_GETARG_DATUM(2)}};
 }
 

@@ -8,6 +8,7 @@
 
 #include "core/fence.hpp"
 #include "pg/datum.hpp"
+#include "pg/input_limits.hpp"
 #include "pg/notify.hpp"
 #include "pg/spi.hpp"
 #include "pg/transition.hpp"
@@ -87,7 +88,10 @@ Datum commit(FunctionCallInfo fcinfo) {
 
   CommitProposal proposal;
   proposal.has_run = !arg_is_null(fcinfo, 1);
-  if (proposal.has_run) proposal.run = run_fields(PG_GETARG_DATUM(1));
+  if (proposal.has_run) {
+    check_jsonb_size(settings::SizeCap::document, "run", PG_GETARG_DATUM(1));
+    proposal.run = run_fields(PG_GETARG_DATUM(1));
+  }
   if (!arg_is_null(fcinfo, 2)) proposal.expected_checkpoint_seq = PG_GETARG_INT64(2);
   proposal.claim_token = optional_uuid_arg(fcinfo, 3);
   proposal.has_checkpoint_type = !arg_is_null(fcinfo, 4);

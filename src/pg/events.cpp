@@ -6,6 +6,7 @@
 
 #include "core/json_number.hpp"
 #include "pg/datum.hpp"
+#include "pg/input_limits.hpp"
 #include "pg/spi.hpp"
 
 namespace docket::pg {
@@ -150,6 +151,7 @@ Datum append_events(FunctionCallInfo fcinfo) {
   char lookup_nulls[5] = {' ', ' ', ' ', ' ', '\0'};
   run_params(fcinfo, lookup, lookup_nulls);
   require(fcinfo, 2, "events");
+  check_jsonb_size(settings::SizeCap::payload, "events", PG_GETARG_DATUM(2));
   const std::vector<std::int64_t> seqs = event_seqs(PG_GETARG_DATUM(2));
   if (seqs.empty()) PG_RETURN_VOID();
   const std::string run_id = text_value(PG_GETARG_DATUM(1));

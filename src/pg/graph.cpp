@@ -1,5 +1,6 @@
 // save_graph: publishing a graph version, idempotent per (graph_id, graph_hash).
 #include "pg/datum.hpp"
+#include "pg/input_limits.hpp"
 #include "pg/spi.hpp"
 
 namespace docket::pg {
@@ -25,6 +26,7 @@ Datum save_graph(FunctionCallInfo fcinfo) {
   const std::string graph_id = text_arg(fcinfo, 0, "graph_id");
   const std::string graph_hash = text_arg(fcinfo, 1, "graph_hash");
   require(fcinfo, 2, "definition");
+  check_jsonb_size(settings::SizeCap::document, "definition", PG_GETARG_DATUM(2));
   if (graph_id.empty()) fail(Reason::bad_argument, "graph_id must not be empty");
   if (graph_hash.empty()) fail(Reason::bad_argument, "graph_hash must not be empty");
   const Datum values[4] = {PG_GETARG_DATUM(0), PG_GETARG_DATUM(1), PG_GETARG_DATUM(2),

@@ -1,5 +1,6 @@
 // insert_run: storing an initialized run, owned by a tenantless or tenant scope.
 #include "pg/datum.hpp"
+#include "pg/input_limits.hpp"
 #include "pg/notify.hpp"
 #include "pg/spi.hpp"
 
@@ -33,6 +34,7 @@ Statement insert_statement{
 Datum insert_run(FunctionCallInfo fcinfo) {
   const Scope owner = owner_scope_arg(fcinfo, 0);
   require(fcinfo, 1, "run");
+  check_jsonb_size(settings::SizeCap::document, "run", PG_GETARG_DATUM(1));
   require(fcinfo, 2, "checkpoint_type");
   const Micros wake_at = timestamp_arg(fcinfo, 3, "wake_at");
   const std::string queue = text_arg(fcinfo, 4, "queue");

@@ -4,6 +4,7 @@
 #include "core/mutation.hpp"
 #include "pg/caller.hpp"
 #include "pg/datum.hpp"
+#include "pg/input_limits.hpp"
 #include "pg/spi.hpp"
 #include "pg/transition.hpp"
 
@@ -191,6 +192,7 @@ Datum mutate_run(FunctionCallInfo fcinfo) {
 
   if (kind == MutationKind::commit) {
     const ValidProposal valid = validate_mutation_commit(decision, locked.run);
+    check_jsonb_size(settings::SizeCap::document, "the mutation's run", datums.values[1]);
     const Micros wake_at = DatumGetTimestampTz(datums.values[4]);
     if (decision.has_wake_at && TIMESTAMP_NOT_FINITE(wake_at))
       fail(Reason::invalid_mutation, "a commit decision's wake_at must be finite");

@@ -4,6 +4,7 @@
 
 #include "core/poison.hpp"
 #include "pg/datum.hpp"
+#include "pg/input_limits.hpp"
 #include "pg/notify.hpp"
 #include "pg/spi.hpp"
 
@@ -33,7 +34,7 @@ Statement recover_statement{
 Datum retry_poisoned_run(FunctionCallInfo fcinfo) {
   const Scope scope = scope_arg(fcinfo, 0);
   const std::string run_id = text_arg(fcinfo, 1, "run_id");
-  const Micros now = timestamp_arg(fcinfo, 2, "now");
+  const Micros now = now_arg(fcinfo, 2);
   const ScopeParams sp = scope_params(scope);
 
   spi_connect();

@@ -8,6 +8,30 @@ namespace {
 char* fake_now_value = nullptr;
 bool notify_value = true;
 int notify_interval_value = 100;
+double max_clock_skew_value = 300000;  // 5 minutes
+
+struct Cap {
+  const char* name;
+  const char* description;
+  int default_bytes;
+  int value;
+};
+// In SizeCap's order.
+Cap caps[] = {
+    {"docket.max_document_bytes",
+     "Largest run document (insert_run, commit, a mutation's proposal) or graph definition "
+     "(save_graph), in bytes of its jsonb value.",
+     1048576, 1048576},
+    {"docket.max_params_bytes", "Largest task params (spawn_task, spawn_tasks, schedule_task).",
+     1048576, 1048576},
+    {"docket.max_result_bytes",
+     "Largest task result or step value (complete_task(s), complete_step(s)).", 1048576, 1048576},
+    {"docket.max_payload_bytes",
+     "Largest event payload (emit_event) or events array (append_events).", 1048576, 1048576},
+    {"docket.max_error_bytes", "Largest task error (fail_task).", 65536, 65536},
+    {"docket.max_headers_bytes", "Largest task headers object (the spawn option headers).", 65536,
+     65536},
+};
 }  // namespace
 
 const char* fake_now() noexcept {
@@ -18,6 +42,16 @@ bool notify() noexcept {
 }
 int notify_interval_ms() noexcept {
   return notify_interval_value;
+}
+
+double max_clock_skew_ms() noexcept {
+  return max_clock_skew_value;
+}
+int max_bytes(SizeCap cap) noexcept {
+  return caps[static_cast<int>(cap)].value;
+}
+const char* max_bytes_name(SizeCap cap) noexcept {
+  return caps[static_cast<int>(cap)].name;
 }
 
 void define() {
@@ -36,6 +70,19 @@ void define() {
       "transaction).",
       nullptr, &notify_interval_value, 100, 0, 3600000, PGC_USERSET, GUC_UNIT_MS, nullptr, nullptr,
       nullptr);
+  // Superusers only, like the clock: a role that could raise them could lift
+  // the bounds they put on hostile input.
+  DefineCustomRealVariable(
+      "docket.max_clock_skew",
+      "How far a caller's now argument may be from docket.now() (fake_now or the clock).",
+      "claim_due, claim_tasks, refresh_claim, release_claim, abandon_claim and "
+      "retry_poisoned_run refuse (22023) a now further than this, in either direction.",
+      &max_clock_skew_value, 300000, 0, 1e15, PGC_SUSET, GUC_UNIT_MS, nullptr, nullptr, nullptr);
+  for (Cap& cap : caps)
+    DefineCustomIntVariable(
+        cap.name, cap.description,
+        "A larger value is refused with SQLSTATE 54000 before anything changes.", &cap.value,
+        cap.default_bytes, 0, INT_MAX, PGC_SUSET, GUC_UNIT_BYTE, nullptr, nullptr, nullptr);
   MarkGUCPrefixReserved("docket");
 }
 

@@ -10,6 +10,15 @@ bool notify() noexcept;
 // docket.notify_interval_ms: at most one NOTIFY per queue per this many ms per backend.
 int notify_interval_ms() noexcept;
 
+// docket.max_clock_skew: how far (ms) a caller's `now` argument may be from docket.now().
+double max_clock_skew_ms() noexcept;
+
+// The size caps (bytes), one setting each: docket.max_<name>_bytes.
+enum class SizeCap { document, params, result, payload, error, headers };
+int max_bytes(SizeCap cap) noexcept;
+// The setting's name, "docket.max_params_bytes".
+const char* max_bytes_name(SizeCap cap) noexcept;
+
 void define();
 
 }  // namespace docket::pg::settings

@@ -11,6 +11,7 @@
 #include "pg/abandon.hpp"
 #include "pg/claim.hpp"
 #include "pg/datum.hpp"
+#include "pg/input_limits.hpp"
 #include "pg/spi.hpp"
 #include "pg/task_store.hpp"
 
@@ -85,7 +86,7 @@ bool prefer_expired_next = false;
 Datum claim_tasks(FunctionCallInfo fcinfo) {
   require(fcinfo, 0, "queue");
   ClaimRequest request;
-  request.policy.now = timestamp_arg(fcinfo, 4, "now");
+  request.policy.now = now_arg(fcinfo, 4);
   request.policy.limit = int32_arg(fcinfo, 1, "claim_limit");
   request.policy.orphan_ttl_ms = int64_arg(fcinfo, 2, "orphan_ttl_ms");
   request.policy.max_claim_attempts = int32_arg(fcinfo, 3, "max_claim_attempts");

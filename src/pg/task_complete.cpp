@@ -10,6 +10,7 @@
 #include "core/task.hpp"
 #include "pg/claim.hpp"
 #include "pg/datum.hpp"
+#include "pg/input_limits.hpp"
 #include "pg/spi.hpp"
 #include "pg/task_store.hpp"
 
@@ -91,6 +92,10 @@ Datum complete_tasks(FunctionCallInfo fcinfo) {
     keys[i].has_token = !tokens.nulls[i];
   }
   validate_batch_keys(keys, false);
+  for (int i = 0; i < n; ++i)
+    if (!results.nulls[i])
+      check_jsonb_size(settings::SizeCap::result, "results[" + std::to_string(i + 1) + "]",
+                       results.values[i]);
   const Micros now = store_now();
 
   call([&] { InitMaterializedSRF(fcinfo, 0); });
@@ -163,8 +168,9 @@ Datum complete_tasks(FunctionCallInfo fcinfo) {
 Datum complete_task(FunctionCallInfo fcinfo) {
   require(fcinfo, 0, "run_id");
   require(fcinfo, 1, "claim_token");
-  const Micros now = store_now();
   const bool result_null = arg_is_null(fcinfo, 2);
+  if (!result_null) check_jsonb_size(settings::SizeCap::result, "result", PG_GETARG_DATUM(2));
+  const Micros now = store_now();
   const Datum result = result_null ? Datum(0) : PG_GETARG_DATUM(2);
   const Datum id = PG_GETARG_DATUM(0);
   const Datum token = PG_GETARG_DATUM(1);

@@ -9,6 +9,7 @@
 #include "core/task.hpp"
 #include "pg/abandon.hpp"
 #include "pg/datum.hpp"
+#include "pg/input_limits.hpp"
 #include "pg/history.hpp"
 #include "pg/spi.hpp"
 #include "pg/task_store.hpp"
@@ -86,6 +87,7 @@ std::optional<double> optional_float(std::uint64_t row, int column) {
 
 Datum fail_task(FunctionCallInfo fcinfo) {
   require(fcinfo, 2, "error");
+  check_jsonb_size(settings::SizeCap::error, "error", PG_GETARG_DATUM(2));
   require(fcinfo, 0, "run_id");
   require(fcinfo, 1, "claim_token");
   require(fcinfo, 3, "retry");

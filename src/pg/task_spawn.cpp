@@ -21,6 +21,7 @@
 #include "core/limits.hpp"
 #include "core/task.hpp"
 #include "pg/datum.hpp"
+#include "pg/input_limits.hpp"
 #include "pg/claim.hpp"
 #include "pg/notify.hpp"
 #include "pg/spi.hpp"
@@ -592,9 +593,12 @@ void check_head(FunctionCallInfo fcinfo, Batch& b, bool batch) {
     for (int i = 0; i < params.n; ++i) {
       if (params.nulls[i])
         fail(Reason::bad_argument, "params[" + std::to_string(i + 1) + "] must not be NULL");
+      check_jsonb_size(settings::SizeCap::params, "params[" + std::to_string(i + 1) + "]",
+                       params.values[i]);
       b.params.push_back(params.values[i]);
     }
   } else {
+    check_jsonb_size(settings::SizeCap::params, "params", PG_GETARG_DATUM(1));
     b.params.push_back(PG_GETARG_DATUM(1));
   }
   const std::optional<std::string> queue = optional_text_arg(fcinfo, 2);
@@ -679,6 +683,12 @@ void spawn_uniform(FunctionCallInfo fcinfo, const Batch& b, Micros now) {
 
 // Spawns a checked batch, the uniform way when it can.
 void spawn_batch(FunctionCallInfo fcinfo, Batch& b, Micros now) {
+  for (std::size_t i = 0; i < b.options.size(); ++i)
+    if (b.checked[i].has_headers)
+      check_size(settings::SizeCap::headers,
+                 b.options.size() > 1 ? "options[" + std::to_string(i + 1) + "].headers"
+                                      : std::string("headers"),
+                 jsonb_member_bytes(b.options[i], "headers"));
   if (b.checked.size() == 1 && !b.checked.front().idempotency_key) {
     spawn_uniform(fcinfo, b, now);
     return;

@@ -12,6 +12,7 @@
 #include "core/task.hpp"
 #include "pg/claim.hpp"
 #include "pg/datum.hpp"
+#include "pg/input_limits.hpp"
 #include "pg/spi.hpp"
 #include "pg/task_store.hpp"
 
@@ -238,6 +239,8 @@ Datum complete_steps(FunctionCallInfo fcinfo) {
     if (values.nulls[i])
       fail(Reason::bad_argument,
            "step_values must not contain NULL (element " + std::to_string(i + 1) + ")");
+    check_jsonb_size(settings::SizeCap::result, "step_values[" + std::to_string(i + 1) + "]",
+                     values.values[i]);
   }
   const Micros now = store_now();
 
@@ -316,6 +319,7 @@ Datum complete_steps(FunctionCallInfo fcinfo) {
 Datum complete_step(FunctionCallInfo fcinfo) {
   check_name("step_name", optional_text_arg(fcinfo, 2));
   require(fcinfo, 3, "value");
+  check_jsonb_size(settings::SizeCap::result, "value", PG_GETARG_DATUM(3));
   require(fcinfo, 0, "run_id");
   require(fcinfo, 1, "claim_token");
   const Micros now = store_now();

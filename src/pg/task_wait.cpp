@@ -270,8 +270,18 @@ Datum await_event(FunctionCallInfo fcinfo) {
   const Datum tenant_key = text_datum(tenant);
   // Lock order: the event slot first, then the run.
   const Datum slot_key[3] = {tenant_key, event_name, TimestampTzGetDatum(now)};
-  spi_execute(slot_statement, slot_key, nullptr);
-  spi_execute(lock_slot_statement, slot_key, nullptr);
+  // The insert leaves a slot that exists alone, and cleanup may delete that one
+  // before the lock reads it (READ COMMITTED: the lock takes a new snapshot).
+  // Then the slot is inserted again: a row this transaction inserted is its
+  // own. Two tries, and a retryable error rather than a read of a missing row.
+  bool locked = false;
+  for (int attempt = 0; attempt < 2 && !locked; ++attempt) {
+    spi_execute(slot_statement, slot_key, nullptr);
+    locked = spi_execute(lock_slot_statement, slot_key, nullptr) == 1;
+  }
+  if (!locked)
+    fail(Reason::serialization_failure,
+         "the slot of event " + text_value(event_name) + " vanished twice while locked; retry");
   bool payload_null = true;
   const Datum slot_payload = spi_value(0, 1, &payload_null);
   const std::optional<Micros> emitted_at = spi_timestamp(0, 2);

@@ -60,7 +60,9 @@ SELECT docket.save_graph('tap-hm', 'h1', '{"nodes": []}');
 SELECT docket.insert_run('tenantless', pg_temp.doc('hm-1', 0), 'run_initialized', '2040-06-01 00:00:00+00', 'q-hm');
 \o
 -- Claimed, so a re-entrant commit with its token would pass the fence.
-CREATE TEMP TABLE lease AS SELECT claim_token FROM docket.claim_due(now => '2040-06-01 00:00:01+00', queue => 'q-hm');
+SET LOCAL docket.fake_now = '2040-06-01 00:00:01+00';
+CREATE TEMP TABLE lease AS SELECT claim_token FROM docket.claim_due(queue => 'q-hm');
+RESET docket.fake_now;
 CREATE TEMP TABLE before AS SELECT pg_temp.row_of('hm-1') AS r;
 
 SELECT is(left(pg_temp.err($$SELECT docket.mutate_run('system', 'hm-1', 'tap_hm.deleter(jsonb,jsonb)'::regprocedure)$$), 5),

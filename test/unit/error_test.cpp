@@ -24,6 +24,9 @@ constexpr ReasonRow kRows[] = {
     {Reason::invalid_run, "DK007", "invalid_run"},
     {Reason::bad_argument, "22023", "bad_argument"},
     {Reason::duplicate_run, "23505", "duplicate_run"},
+    {Reason::cancelled, "DK010", "cancelled"},
+    {Reason::limit_exceeded, "54000", "limit_exceeded"},
+    {Reason::serialization_failure, "40001", "serialization_failure"},
 };
 
 TEST(Reason, SqlstatesMatchTheContract) {

@@ -2,6 +2,7 @@
 // defer delays, names, step kinds, event outcomes and the batch input rules.
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <string>
 #include <vector>
 
@@ -216,6 +217,25 @@ TEST(TaskRetry, SaturatesAndJitters) {
   EXPECT_EQ(retry_delay_ms(p, 1, 0), 1000);
   EXPECT_EQ(retry_delay_ms(p, 1, 0.5), 750);
   EXPECT_EQ(retry_delay_ms(p, 1, 0.999999), 500);
+}
+
+// No loop runs once per attempt: the largest attempt counts are computed in
+// closed form (a direct call of the old SQL helper looped ~2^31 times).
+TEST(TaskRetry, HugeAttemptCountsInClosedForm) {
+  RetryPolicy p;
+  p.kind = RetryKind::exponential;
+  p.base_ms = 1000;
+  p.factor = 1;
+  p.max_ms = std::nullopt;
+  EXPECT_EQ(retry_delay_ms(p, INT_MAX, 0), 1000);
+  p.factor = 1.5;
+  EXPECT_EQ(retry_delay_ms(p, 3, 0), 2250);
+  EXPECT_EQ(retry_delay_ms(p, INT_MAX, 0), kMaxRetryDelayMs);
+  p.base_ms = 0;
+  p.factor = 100;
+  EXPECT_EQ(retry_delay_ms(p, INT_MAX, 0), 0);  // 0 * infinity is no delay, not NaN
+  p.base_ms = 1000;
+  EXPECT_EQ(retry_delay_ms(p, INT_MIN, 0), 1000);
 }
 
 TEST(TaskRetry, FailDecision) {
