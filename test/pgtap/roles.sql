@@ -135,20 +135,7 @@ GRANT docket_operator TO tap_operator;
 -- as_role(who, sql): runs sql as who; returns its first value as text, or
 -- '<SQLSTATE> <message>' when it raises. pgTAP's bookkeeping stays with the
 -- test's role: the switch happens in here.
-CREATE FUNCTION pg_temp.as_role(who text, sql text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE
-  outcome text;
-BEGIN
-  EXECUTE format('SET LOCAL ROLE %I', who);
-  BEGIN
-    EXECUTE sql INTO outcome;
-  EXCEPTION WHEN OTHERS THEN
-    outcome := SQLSTATE || ' ' || SQLERRM;
-  END;
-  RESET ROLE;
-  RETURN outcome;
-END
-$$;
+\ir lib/as_role.sql
 -- A fingerprint of every docket table, to show that a refused call changed nothing.
 CREATE FUNCTION pg_temp.snapshot() RETURNS text LANGUAGE sql AS $$
   SELECT md5(concat_ws('|',

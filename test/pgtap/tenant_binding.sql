@@ -9,20 +9,7 @@ SELECT plan(47);
 SET LOCAL timezone = 'UTC';
 SELECT set_config('docket.fake_now', '2041-01-01 00:00:00+00', true);
 
-CREATE FUNCTION pg_temp.as_role(who text, sql text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE
-  outcome text;
-BEGIN
-  EXECUTE format('SET LOCAL ROLE %I', who);
-  BEGIN
-    EXECUTE sql INTO outcome;
-  EXCEPTION WHEN OTHERS THEN
-    outcome := SQLSTATE || ' ' || SQLERRM;
-  END;
-  RESET ROLE;
-  RETURN outcome;
-END
-$$;
+\ir lib/as_role.sql
 CREATE FUNCTION pg_temp.snapshot() RETURNS text LANGUAGE sql AS $$
   SELECT md5(concat_ws('|',
     (SELECT string_agg(x::text, ',' ORDER BY x.run_id) FROM docket.runs x),
