@@ -6,10 +6,13 @@
 
 EXTENSION = docket
 MODULE_big = docket
-# Upgrade scripts written as pieces (sql/upgrade/<version>/*.sql, one file per
-# concern) are assembled here in name order; the assembled file is not edited.
+# The SQL scripts are written as pieces, one file per concern, and assembled
+# here in name order; an assembled file is never edited:
+#   sql/upgrade/<version>/*.sql  the upgrade script to <version> from the one
+#                                before (docket--<previous>--<version>.sql)
+UPGRADE_PIECES_0_2_0 = $(sort $(wildcard sql/upgrade/0.2.0/*.sql))
 UPGRADE_PIECES_0_3_0 = $(sort $(wildcard sql/upgrade/0.3.0/*.sql))
-ASSEMBLED = sql/docket--0.2.0--0.3.0.sql
+ASSEMBLED = sql/docket--0.1.0--0.2.0.sql sql/docket--0.2.0--0.3.0.sql
 DATA = $(sort $(filter-out $(wildcard sql/*--*--*.sql),$(wildcard sql/docket--*.sql)) \
        $(wildcard sql/docket--*--*.sql) $(ASSEMBLED))
 
@@ -42,6 +45,8 @@ override with_llvm = no
 .DEFAULT_GOAL := all
 
 all: $(ASSEMBLED)
+sql/docket--0.1.0--0.2.0.sql: $(UPGRADE_PIECES_0_2_0)
+	cat $^ > $@
 sql/docket--0.2.0--0.3.0.sql: $(UPGRADE_PIECES_0_3_0)
 	cat $^ > $@
 .PHONY: test test-sanitize demo unit format format-check tidy
