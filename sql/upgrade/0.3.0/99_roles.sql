@@ -2,6 +2,10 @@
 -------------------------------------------------------------------------------
 -- Roles and privileges (issue 8; docs/security.md). This piece comes last:
 -- whatever the pieces before it created gets its grant decision here.
+-- The install script (sql/docket--0.3.0.sql) ends with this piece too, so the
+-- roles, the grants and SECURITY DEFINER are decided here for both; there the
+-- public plpgsql functions are already guarded (sql/install/0.3.0/), and the
+-- guard loop below finds none left to convert.
 -------------------------------------------------------------------------------
 
 -- The four NOLOGIN roles, created when absent. Roles are cluster-wide, not
@@ -72,10 +76,11 @@ BEGIN
 END
 $guard$;
 
--- Grants. Nothing is granted to PUBLIC or to any role but these four, on any
--- function, table or sequence of docket: every grant another script, an old
--- grant recipe or a default privilege gave is revoked first. The application
--- roles are granted the docket roles (docs/security.md).
+-- Grants. Nothing is granted to PUBLIC or to any role but these four, on the
+-- schema or any function, table or sequence of docket: every grant another
+-- script, an old grant recipe (USAGE on the schema included) or a default
+-- privilege gave is revoked first. The application roles are granted the
+-- docket roles (docs/security.md).
 DO $grants$
 DECLARE
   reader text[] := ARRAY[
@@ -136,7 +141,17 @@ DECLARE
   o record;
   f text;
 BEGIN
-  -- Every function, table and sequence keeps only its owner's privileges.
+  -- The schema, every function, table and sequence keep only their owner's
+  -- privileges.
+  FOR o IN
+    SELECT DISTINCT a.grantee
+      FROM pg_catalog.pg_namespace n,
+           pg_catalog.aclexplode(coalesce(n.nspacl, pg_catalog.acldefault('n', n.nspowner))) a
+     WHERE n.nspname = 'docket' AND a.grantee <> n.nspowner
+  LOOP
+    EXECUTE format('REVOKE ALL ON SCHEMA docket FROM %s',
+                   CASE WHEN o.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(o.grantee::regrole::text) END);
+  END LOOP;
   FOR o IN
     SELECT DISTINCT p.oid::regprocedure::text AS obj, a.grantee
       FROM pg_catalog.pg_proc p,
