@@ -8,11 +8,17 @@ EXTENSION = docket
 MODULE_big = docket
 # The SQL scripts are written as pieces, one file per concern, and assembled
 # here in name order; an assembled file is never edited:
+#   sql/install/<version>/*.sql  the install script of the current version
+#                                (docket--<version>.sql: every object once, in
+#                                its final form; CREATE EXTENSION runs it alone)
 #   sql/upgrade/<version>/*.sql  the upgrade script to <version> from the one
 #                                before (docket--<previous>--<version>.sql)
+# The install script ends with the 0.3.0 upgrade's roles piece, shared: the
+# roles, every grant decision and SECURITY DEFINER are decided in one place.
 UPGRADE_PIECES_0_2_0 = $(sort $(wildcard sql/upgrade/0.2.0/*.sql))
 UPGRADE_PIECES_0_3_0 = $(sort $(wildcard sql/upgrade/0.3.0/*.sql))
-ASSEMBLED = sql/docket--0.1.0--0.2.0.sql sql/docket--0.2.0--0.3.0.sql
+INSTALL_PIECES_0_3_0 = $(sort $(wildcard sql/install/0.3.0/*.sql)) sql/upgrade/0.3.0/99_roles.sql
+ASSEMBLED = sql/docket--0.1.0--0.2.0.sql sql/docket--0.2.0--0.3.0.sql sql/docket--0.3.0.sql
 DATA = $(sort $(filter-out $(wildcard sql/*--*--*.sql),$(wildcard sql/docket--*.sql)) \
        $(wildcard sql/docket--*--*.sql) $(ASSEMBLED))
 
@@ -48,6 +54,8 @@ all: $(ASSEMBLED)
 sql/docket--0.1.0--0.2.0.sql: $(UPGRADE_PIECES_0_2_0)
 	cat $^ > $@
 sql/docket--0.2.0--0.3.0.sql: $(UPGRADE_PIECES_0_3_0)
+	cat $^ > $@
+sql/docket--0.3.0.sql: $(INSTALL_PIECES_0_3_0)
 	cat $^ > $@
 .PHONY: test test-sanitize demo unit format format-check tidy
 

@@ -1,0 +1,181 @@
+
+-------------------------------------------------------------------------------
+-- The run store: tables and indexes (see docs/run-store.md, "Storage and cost")
+-------------------------------------------------------------------------------
+
+CREATE TABLE docket.graphs (
+  graph_id    text NOT NULL CHECK (graph_id <> ''),
+  graph_hash  text NOT NULL CHECK (graph_hash <> ''),
+  definition  jsonb NOT NULL,
+  saved_at    timestamptz NOT NULL,
+  PRIMARY KEY (graph_id, graph_hash)
+);
+COMMENT ON TABLE docket.graphs IS 'published graph versions; a run references one by (graph_id, graph_hash)';
+
+-- The columns a run never changes (run_id, tenant_id, queue, graph_id,
+-- graph_hash, started_at) are checked on docket.run_heads, which insert_run
+-- writes from the same parameters in the same statement: a CHECK here would run
+-- again, re-read from the catalog, on every claim and every commit.
+--
+-- The columns after poison_reason came with 0.3.0 and stand in the order the
+-- upgrade added them, so that an installed and an upgraded database agree
+-- column by column.
+--
+-- Room on each page (fillfactor) for the in-place (HOT) versions of refreshes
+-- and step stores, and autovacuum that keeps up with a queue's churn: by
+-- default a table is vacuumed after 20% of it is dead, by which time the heads
+-- of the claim indexes are long runs of dead entries that every claim walks.
+-- Here 2% (and at least 1000 rows), without the cost-based pauses that let a
+-- vacuum of a large table fall behind.
+CREATE TABLE docket.runs (
+  run_id           text NOT NULL PRIMARY KEY,
+  tenant_id        text,  -- NULL: tenantless
+  queue            text NOT NULL,
+  graph_id         text NOT NULL,
+  graph_hash       text NOT NULL,
+  status           text NOT NULL
+                   CHECK (status IN ('running', 'waiting', 'completed', 'failed', 'cancelled')),
+  checkpoint_seq   bigint NOT NULL CHECK (checkpoint_seq >= 0),
+  checkpoint_type  docket.checkpoint_type NOT NULL,
+  started_at       timestamptz NOT NULL,
+  updated_at       timestamptz NOT NULL,
+  document         jsonb NOT NULL,
+  wake_at          timestamptz,
+  claim_token      uuid,
+  claimed_at       timestamptz,
+  claim_attempts   integer NOT NULL DEFAULT 0 CHECK (claim_attempts >= 0),
+  claim_abandons   integer NOT NULL DEFAULT 0 CHECK (claim_abandons >= 0),
+  poisoned_at      timestamptz,
+  poison_reason    text,
+  -- When the current claim started: set once per claim by claim_due, never by
+  -- a refresh (which only moves claimed_at, no index key), so a refresh stays
+  -- a HOT update. claim_started_at <= claimed_at always; left as it was when a
+  -- claim is handed back (runs_claimed holds claimed rows only).
+  claim_started_at timestamptz,
+  -- The task's max-duration deadline, here so that the task fence is one
+  -- statement; claim_tasks sets it at the first start (with docket.tasks').
+  deadline_at      timestamptz,
+  event_seq        bigint NOT NULL DEFAULT 0,
+  -- The lease a claim was granted: claim_tasks stores its lease_ms (capped at
+  -- ten years), claim_due NULL. A claim with a lease is expired only once now -
+  -- claimed_at exceeds both the claimer's TTL and this lease (docs/tasks.md,
+  -- "Leases"); checked on the rows of the runs_claimed range the expired class
+  -- reads, written by the claim's own UPDATE.
+  lease_ms         bigint,
+  completed_seq    bigint,
+  completed_at     timestamptz,
+  CONSTRAINT runs_claim_pair CHECK ((claim_token IS NULL) = (claimed_at IS NULL)),
+  CONSTRAINT runs_poison_pair CHECK ((poisoned_at IS NULL) = (poison_reason IS NULL))
+) WITH (fillfactor = 85,
+        autovacuum_vacuum_scale_factor = 0.02,
+        autovacuum_vacuum_threshold = 1000,
+        autovacuum_vacuum_cost_delay = 0,
+        autovacuum_analyze_scale_factor = 0.05);
+COMMENT ON TABLE docket.runs IS
+  'one row per durable run: the committed document, its schedule (wake_at), claim, counters and poison facts';
+-- Every event of a run (docket.run_events) is numbered by this counter, which
+-- the transition's UPDATE of the run advances under the row's lock (no
+-- max(seq) lookup, no number reused); append_events advances it too. No index
+-- key: the claim, refresh and step updates stay HOT.
+COMMENT ON COLUMN docket.runs.event_seq IS
+  'the number of the run''s last event in docket.run_events (0: none)';
+-- Two events of a task are facts its row keeps anyway, read from the row
+-- instead of being logged (src/pg/events.cpp merges them into the pages by
+-- number): spawned (number 1, at started_at: a spawn sets event_seq to 1 and
+-- logs nothing) and completed (completed_seq and completed_at, set by the
+-- completion's own UPDATE; a second completion, after a mutate_run revived
+-- the run, finds them taken and logs its event). Neither is an index key.
+COMMENT ON COLUMN docket.runs.completed_seq IS
+  'the number of the task''s completed event, which the row states instead of docket.run_events (NULL: none)';
+COMMENT ON COLUMN docket.runs.completed_at IS
+  'when the task layer completed the task: the completed event''s recorded_at (NULL: not completed)';
+
+-- Every index of docket.runs costs every claim and every commit one insertion:
+-- both change indexed columns (claim_token, claim_started_at, wake_at,
+-- status), so neither update can be HOT. Only the claim path's indexes live
+-- here; what never changes (the list keys) lives in docket.run_heads.
+--
+-- Claims: the ready class (unclaimed, due), with and without a queue, and the
+-- expired class (claim older than the TTL). Partial, so a row sits in at most
+-- one class and terminal runs cost nothing. The expired class has one index
+-- for both statements, keyed on when the claim started: the expired claims,
+-- claimed_at < cutoff, lie inside its range claim_started_at < cutoff
+-- (claimed_at is checked on the row), so a queue is checked inside that range
+-- rather than given an index that every claim would pay for.
+CREATE INDEX runs_ready ON docket.runs (wake_at, run_id COLLATE "C")
+  WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL AND wake_at IS NOT NULL;
+CREATE INDEX runs_ready_queue ON docket.runs (queue, wake_at, run_id COLLATE "C")
+  WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL AND wake_at IS NOT NULL;
+CREATE INDEX runs_claimed ON docket.runs (claim_started_at, run_id COLLATE "C", queue)
+  WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NOT NULL;
+
+-- Operators look for poisoned runs (list_poisoned pages this index).
+CREATE INDEX runs_poisoned ON docket.runs (poisoned_at) WHERE poisoned_at IS NOT NULL;
+
+-- Retention: finished runs by age (cleanup; queue_stats' last minute).
+CREATE INDEX runs_finished ON docket.runs (updated_at)
+  WHERE status IN ('completed', 'failed', 'cancelled');
+
+-- queue_stats counts every unfinished state from a partial index that holds
+-- exactly it (runs_poisoned, runs_claimed, runs_ready_queue); status =
+-- 'waiting' is this small one, which only rows entering a wait write (never a
+-- claim or a completion).
+CREATE INDEX runs_waiting ON docket.runs (queue) WHERE status = 'waiting';
+
+-- What a run is, fixed at insert: written once by insert_run or a spawn in the
+-- statement that inserts the run, never updated, deleted with the run (by the
+-- trigger runs_deleted); its checks are those of these columns of docket.runs
+-- too. It has no primary key of its own: docket.runs' keeps run ids unique,
+-- and nothing looks a head up by run id alone (deleting runs finds their heads
+-- by (started_at, run_id), a prefix of run_heads_list): one index entry less
+-- per run. No foreign keys either (a check and a row lock per spawned row, the
+-- graph's row shared by every spawning transaction): the triggers of
+-- 35_integrity.sql guard the rare side.
+--
+-- list_runs and list_tasks walk these indexes backwards (newest first by
+-- (started_at, run_id), for the system scope, one tenant (tenant_id IS NULL is
+-- an index condition too) and one graph) and join docket.runs by primary key
+-- for the mutable columns. Every index carries every scope and filter column,
+-- so whichever one the planner picks, scope and filters are index conditions.
+-- They ascend: start times and time-ordered run ids grow, so a new head lands
+-- at the right end of each index (or of its tenant's or graph's range), where
+-- a btree fills its pages; in a descending index every new head lands at the
+-- left end, where pages split in half (measured: about 1.8x the pages and 1.5x
+-- the insert time).
+CREATE TABLE docket.run_heads (
+  run_id      text NOT NULL CHECK (run_id <> ''),
+  tenant_id   text CHECK (tenant_id <> ''),  -- NULL: tenantless
+  queue       text NOT NULL CHECK (queue <> '' AND octet_length(queue) <= 128),
+  graph_id    text NOT NULL,
+  graph_hash  text NOT NULL,
+  started_at  timestamptz NOT NULL
+);
+COMMENT ON TABLE docket.run_heads IS
+  'the immutable identity of each run (tenant, queue, graph version, start), written once at insert; list_runs reads it';
+CREATE INDEX run_heads_list
+  ON docket.run_heads (started_at, run_id, tenant_id, graph_id, graph_hash);
+CREATE INDEX run_heads_tenant
+  ON docket.run_heads (tenant_id, started_at, run_id, graph_id, graph_hash);
+CREATE INDEX run_heads_graph
+  ON docket.run_heads (graph_id, started_at, run_id, graph_hash, tenant_id);
+
+-- The per-run event log (a task's history). Its run ids compare bytewise
+-- (COLLATE "C"), as the claim scans order them, not by the database's
+-- collation (strcoll at every comparison of an insert's descent): where a
+-- log's run_id meets a run_id of the default collation, the comparison takes
+-- "C", so the log's readers look the run up by the argument, never by a join
+-- on the two columns (src/pg/events.cpp, sql/plans_read.sql). No foreign key
+-- (a trigger and a key-share lock per event, on the hot path): every writer
+-- holds the run's row lock, which proves the run exists, and deleting runs
+-- deletes their events (runs_deleted).
+CREATE TABLE docket.run_events (
+  run_id      text COLLATE "C" NOT NULL,
+  seq         bigint NOT NULL CHECK (seq >= 1),
+  type        text NOT NULL CHECK (type <> ''),
+  payload     jsonb,
+  recorded_at timestamptz NOT NULL,
+  PRIMARY KEY (run_id, seq)
+);
+COMMENT ON TABLE docket.run_events IS 'the per-run event log: seqs 1, 2, 3 ... with no gaps';
+
+REVOKE ALL ON docket.graphs, docket.runs, docket.run_heads, docket.run_events FROM PUBLIC;
