@@ -29,7 +29,12 @@ BEGIN
   IF batch IS NULL OR batch < 1 OR batch > 100000 THEN
     RAISE EXCEPTION 'bad_argument: batch must be between 1 and 100000' USING ERRCODE = '22023';
   END IF;
-  cutoff := docket.now() - older_than;
+  BEGIN
+    cutoff := docket.now() - older_than;
+  EXCEPTION WHEN datetime_field_overflow THEN
+    -- A horizon before the earliest timestamp: nothing is that old.
+    cutoff := '-infinity';
+  END;
   -- Finished runs (with their task row, steps, waits and run events, by cascade);
   -- rows a worker or operator holds are skipped, not waited for.
   DELETE FROM docket.runs x

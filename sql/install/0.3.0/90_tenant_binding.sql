@@ -22,12 +22,14 @@ CREATE FUNCTION docket.bind_tenant(role regrole, tenant text) RETURNS boolean
   SET search_path = pg_catalog, pg_temp
   AS 'MODULE_PATHNAME', 'docket_guarded';
 COMMENT ON FUNCTION docket.bind_tenant(regrole, text) IS
-  'Binds role to tenant (operator only; a bound caller gets 42501): from then on the role, and every role that inherits it, may only use tenant:<t> scopes of its bound tenants (any other scope raises 42501 and changes nothing), claims only their runs, and emits and spawns only into them. True when the binding is new, false when it existed. A superuser cannot be bound (22023). Takes effect for calls that start after it commits.';
+  'Binds role to tenant (operator only; a bound caller gets 42501): from then on the role, and every role that inherits it, may only use tenant:<t> scopes of its bound tenants (any other scope raises 42501 and changes nothing), claims only their runs, and emits and spawns only into them. True when the binding is new, false when it existed. A superuser, or an OID that names no role, cannot be bound (22023). Takes effect for calls that start after it commits.';
 
 CREATE FUNCTION docket._bind_tenant_impl(role regrole, tenant text) RETURNS boolean
   LANGUAGE plpgsql VOLATILE
   SET search_path = pg_catalog, pg_temp
   AS $$
+DECLARE
+  superuser boolean;
 BEGIN
   IF role IS NULL THEN
     RAISE EXCEPTION 'bad_argument: role must not be NULL' USING ERRCODE = '22023';
@@ -36,7 +38,11 @@ BEGIN
     RAISE EXCEPTION 'bad_argument: tenant must be non-empty text of at most 1000 bytes'
       USING ERRCODE = '22023';
   END IF;
-  IF (SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.oid = role) THEN
+  SELECT r.rolsuper INTO superuser FROM pg_catalog.pg_roles r WHERE r.oid = role;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'bad_argument: role % does not exist', role::oid USING ERRCODE = '22023';
+  END IF;
+  IF superuser THEN
     RAISE EXCEPTION 'bad_argument: role % is a superuser, which no binding restricts', role
       USING ERRCODE = '22023';
   END IF;
