@@ -548,7 +548,7 @@ BEGIN
 END $$;
 \o
 
-SELECT plan((SELECT 7 + count(*)::int FROM public_fns) + (SELECT count(*)::int FROM public_args));
+SELECT plan((SELECT 8 + count(*)::int FROM public_fns) + (SELECT count(*)::int FROM public_args));
 
 -- Coverage: nothing escapes the sweep.
 SELECT cmp_ok((SELECT count(*)::int FROM public_fns), '>=', 45, 'the sweep sees the public API (45 functions or more)');
@@ -833,6 +833,11 @@ INSERT INTO accepted VALUES
 
 SELECT is_empty($$SELECT name, argname, class, state FROM results WHERE class = 'baseline' AND state <> 'ok'$$,
   'every baseline call succeeds (so each hostile value is what a refusal is about)');
+-- The harness sees a write: a spawn's baseline changed the fingerprint, a read's did not.
+SELECT is((SELECT array_agg(name || '=' || changed ORDER BY name) FROM results
+            WHERE class = 'baseline' AND name IN ('spawn_task', 'fetch_run', 'bind_tenant', 'list_tasks')),
+          '{bind_tenant=true,fetch_run=false,list_tasks=false,spawn_task=true}',
+          'the fingerprint tells a call that wrote from one that did not');
 
 SELECT is_empty($$
   SELECT x.name, x.argname, c FROM accepted x, unnest(x.classes) c
