@@ -70,11 +70,15 @@ test-sanitize:
 demo:
 	bash scripts/demo.sh
 
+# One object per source under build/unit (so `make -j unit` compiles them in
+# parallel), each recording the headers it read like the extension's objects.
 UNIT_SRCS = $(sort $(wildcard test/unit/*.cpp))
-build/unit_tests: $(CORE_SRCS) $(UNIT_SRCS) $(wildcard src/core/*.hpp)
-	@mkdir -p build
-	$(CXX) -std=c++17 -Wall -Wextra -Werror -O1 -g -Isrc $(CORE_SRCS) $(UNIT_SRCS) \
-	  -lgtest -lgtest_main -pthread -o $@
+UNIT_OBJS = $(patsubst %.cpp,build/unit/%.o,$(CORE_SRCS) $(UNIT_SRCS))
+build/unit/%.o: %.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++17 -Wall -Wextra -Werror -O1 -g -Isrc -MMD -MP -c $< -o $@
+build/unit_tests: $(UNIT_OBJS)
+	$(CXX) $(UNIT_OBJS) -lgtest -lgtest_main -pthread -o $@
 
 unit: build/unit_tests
 	./build/unit_tests
@@ -97,4 +101,4 @@ ifneq ($(wildcard $(PGXS)),)
 include $(PGXS)
 endif
 
--include $(OBJS:.o=.d)
+-include $(OBJS:.o=.d) $(UNIT_OBJS:.o=.d)

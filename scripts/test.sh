@@ -3,23 +3,39 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
+started=$SECONDS
 bash scripts/deps.sh || exit 1
+echo "=== dependencies (scripts/deps.sh): done ($((SECONDS - started))s)"
 
 export DOCKET_PGPORT=${DOCKET_PGPORT:-54329}
 export PGHOST=127.0.0.1 PGPORT=$DOCKET_PGPORT PGUSER=postgres
 failed=()
+# Each phase ends with its wall time ("=== name: ok (42s)"), the run with a total.
 suite() {  # suite <name> <command...>
-  local name=$1; shift
+  local name=$1 t0=$SECONDS; shift
   echo
   echo "=== $name"
-  if "$@"; then echo "=== $name: ok"; else echo "=== $name: FAILED"; failed+=("$name"); fi
+  if "$@"; then
+    echo "=== $name: ok ($((SECONDS - t0))s)"
+  else
+    echo "=== $name: FAILED ($((SECONDS - t0))s)"
+    failed+=("$name")
+  fi
 }
+step() {  # step <name> <command...>: a phase that is not a suite; its failure ends the run
+  local name=$1 t0=$SECONDS; shift
+  "$@" || { echo "=== $name: FAILED ($((SECONDS - t0))s)"; exit 1; }
+  echo "=== $name: done ($((SECONDS - t0))s)"
+}
+quiet() { "$@" >/dev/null; }
 
-suite "unit (GoogleTest, pure C++ core)" make -s unit || true
-make -s || exit 1
-make -s install >/dev/null || exit 1
+# Builds use every core (CI: 2).
+jobs=$(nproc)
+suite "unit (GoogleTest, pure C++ core)" make -s -j"$jobs" unit || true
+step "build the extension (make)" make -s -j"$jobs"
+step "make install" quiet make -s install
 
-bash scripts/cluster.sh start || exit 1
+step "cluster start" bash scripts/cluster.sh start
 trap 'bash scripts/cluster.sh stop' EXIT
 
 suite "pg_regress (walkthrough, EXPLAIN plans)" make -s installcheck ISOLATION=
@@ -35,9 +51,11 @@ suite "pgTAP" run_pgtap
 # The client suites run under AddressSanitizer (leaks included) here; `make
 # test-sanitize` adds ThreadSanitizer, so CI covers both without building twice.
 run_client() {
+  local t0=$SECONDS
   cmake -S client -B client/build-address -DCMAKE_BUILD_TYPE=Debug -DDOCKET_SANITIZE=address \
       >/dev/null &&
     cmake --build client/build-address -j2 --target client_tests crash_worker docketctl &&
+    echo "--- client built ($((SECONDS - t0))s)" &&
     (cd client/build-address && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j1)
 }
 suite "client (C++ library, worker pool, docketctl; ctest under AddressSanitizer)" run_client
@@ -53,6 +71,7 @@ if [ ${#failed[@]} -gt 0 ]; then
   for d in test/regress_output test/isolation/output; do
     [ -f "$d/regression.diffs" ] && head -200 "$d/regression.diffs"
   done
+  echo "make test: $((SECONDS - started))s"
   exit 1
 fi
-echo "all suites passed"
+echo "all suites passed ($((SECONDS - started))s)"
