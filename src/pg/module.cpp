@@ -1,4 +1,6 @@
 // Library entry: module magic, settings, and docket.now().
+#include <malloc.h>
+
 #include "pg/boundary.hpp"
 #include "pg/datum.hpp"
 #include "pg/notify.hpp"
@@ -12,6 +14,16 @@ void _PG_init(void) {
   docket::pg::settings::define();
   docket::pg::caller::register_reset();
   docket::pg::register_notify_callback();
+  // A batch call (claim_tasks, complete_tasks) builds executor state of a few
+  // hundred kB in SPI's memory contexts and frees it at SPI_finish. At glibc's
+  // defaults (trim above 128 kB of free heap top) every call then shrank the
+  // heap with brk and grew it back on the next one: page faults, and on a
+  // virtual machine a TLB shootdown interrupt to every CPU per shrink, 15% of
+  // a flushing backend's time (bench/README.md, "malloc trim"). Keeping up to
+  // 4 MB of free heap per backend that loaded docket ends that; allocations of
+  // 1 MB and more still come from mmap and go back to the system at once.
+  mallopt(M_TRIM_THRESHOLD, 4 * 1024 * 1024);
+  mallopt(M_MMAP_THRESHOLD, 1024 * 1024);
 }
 }
 
