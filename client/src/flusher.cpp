@@ -140,6 +140,8 @@ void Flusher::submit(const ItemPtr& item, bool wait) {
   if (closed_) throw ConnectionLost("", "the worker pool's flusher is stopped; nothing was sent");
   item->enqueued = Clock::now();
   queue_.push_back(item);
+  if (!takeable(*item)) ++blocked_;
+  if (wait) ++waiting_queued_;
   // Wake the flush threads only when this item can change their decision: the
   // first item that can go, a full batch, or the last producer's item.
   const std::size_t ready = count_takeable();
@@ -207,6 +209,7 @@ void Flusher::run(std::size_t index) {
       in_flight_runs_.erase(in_flight_runs_.find(item->run_id));
       if (!item->on_done) --in_flight_waiting_;
     }
+    recount_blocked();
     --flushing_;
     ++flushes_;
     largest_batch_ = std::max(largest_batch_, batch.size());
@@ -224,16 +227,20 @@ bool Flusher::takeable(const Item& item) const {
 }
 
 bool Flusher::any_waiting_takeable() const {
+  if (waiting_queued_ == 0) return false;
   return std::any_of(queue_.begin(), queue_.end(),
                      [&](const ItemPtr& item) { return !item->on_done && takeable(*item); });
 }
 
 std::size_t Flusher::count_takeable() const {
-  if (in_flight_runs_.empty()) return queue_.size();
-  std::size_t n = 0;
+  return queue_.size() - blocked_;
+}
+
+void Flusher::recount_blocked() {
+  blocked_ = 0;
+  if (in_flight_runs_.empty()) return;
   for (const ItemPtr& item : queue_)
-    if (takeable(*item)) ++n;
-  return n;
+    if (!takeable(*item)) ++blocked_;
 }
 
 std::vector<Flusher::ItemPtr> Flusher::take_batch() {
@@ -250,8 +257,12 @@ std::vector<Flusher::ItemPtr> Flusher::take_batch() {
   // Marked after the loop: the batch itself may hold several items of one run.
   for (const ItemPtr& item : batch) {
     in_flight_runs_.insert(item->run_id);
-    if (!item->on_done) ++in_flight_waiting_;
+    if (!item->on_done) {
+      ++in_flight_waiting_;
+      --waiting_queued_;
+    }
   }
+  recount_blocked();
   return batch;
 }
 

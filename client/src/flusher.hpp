@@ -98,7 +98,9 @@ class Flusher {
   // Whether a queued item may go in a flush now: its run is in no flush in
   // flight (lock held).
   bool takeable(const Item& item) const;
-  std::size_t count_takeable() const;
+  std::size_t count_takeable() const;  // O(1): queue_ less blocked_
+  // blocked_ from scratch, after the runs in flight changed (lock held).
+  void recount_blocked();
   // Whether a takeable item has a submitter waiting for it (lock held).
   bool any_waiting_takeable() const;
   // Takes up to max_batch takeable items, at most one per key, and marks their
@@ -116,6 +118,8 @@ class Flusher {
   std::condition_variable space_;  // submitters: room in the queue
   std::deque<ItemPtr> queue_;
   std::multiset<std::string> in_flight_runs_;  // runs of the flushes in flight
+  std::size_t blocked_ = 0;                    // queued items whose run is in flight
+  std::size_t waiting_queued_ = 0;             // queued items whose submitter waits
   std::size_t in_flight_waiting_ = 0;          // their items whose submitter waits
   std::size_t flushing_ = 0;                   // flushes in flight
   std::size_t live_threads_ = 0;

@@ -27,11 +27,31 @@ void LeaseWatchdog::stop() {
 }
 
 void LeaseWatchdog::watch(std::shared_ptr<Runner> runner) {
+  bool wake = false;
   {
     const std::lock_guard<std::mutex> lock(mutex_);
+    // Finished runners are dropped here too, not only when the watchdog
+    // wakes (at the earliest a lease from now): amortized, the list stays
+    // within about twice the runners alive.
+    if (runners_.size() >= prune_at_) {
+      prune();
+      prune_at_ = std::max<std::size_t>(kMinPruneAt, 2 * runners_.size());
+    }
     runners_.push_back(std::move(runner));
+    // A new runner's first deadline is a lease from now: later than the
+    // watchdog's next wake-up, unless it sleeps with nothing to watch. Waking
+    // it for every task would cost a context switch per task.
+    wake = sleeping_until_ > Clock::now() + pool_->options.lease;
   }
-  wake_.notify_all();
+  if (wake) wake_.notify_all();
+}
+
+void LeaseWatchdog::prune() {
+  runners_.erase(std::remove_if(runners_.begin(), runners_.end(),
+                                [](const std::shared_ptr<Runner>& r) {
+                                  return !r->holds_slot() || r->stopped();
+                                }),
+                 runners_.end());
 }
 
 void LeaseWatchdog::run() {
@@ -39,11 +59,7 @@ void LeaseWatchdog::run() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stopping_) {
     // Runners that gave their slot back (finished) or were stopped need no watching.
-    runners_.erase(std::remove_if(runners_.begin(), runners_.end(),
-                                  [](const std::shared_ptr<Runner>& r) {
-                                    return !r->holds_slot() || r->stopped();
-                                  }),
-                   runners_.end());
+    prune();
     const Clock::time_point now = Clock::now();
     Clock::time_point next = Clock::time_point::max();
     std::vector<std::shared_ptr<Runner>> overdue;
@@ -80,11 +96,13 @@ void LeaseWatchdog::run() {
       lock.lock();
       continue;
     }
+    sleeping_until_ = next;
     if (next == Clock::time_point::max()) {
       wake_.wait(lock);
     } else {
       wake_.wait_until(lock, next);
     }
+    sleeping_until_ = Clock::time_point::min();
   }
   lock.unlock();
   connection_.reset();

@@ -38,6 +38,8 @@ class LeaseWatchdog {
 
  private:
   void run();
+  // Drops the runners that gave their slot back or were stopped (mutex_ held).
+  void prune();
   void stop_runner(Runner& runner);
   // Calls the on_lease_warning hook (without the lock held).
   void warn(const Runner& runner, Clock::duration quiet) noexcept;
@@ -48,6 +50,10 @@ class LeaseWatchdog {
   std::condition_variable wake_;
   bool stopping_ = false;
   std::vector<std::shared_ptr<Runner>> runners_;
+  static constexpr std::size_t kMinPruneAt = 64;
+  std::size_t prune_at_ = kMinPruneAt;  // watch() prunes at this many runners
+  // The watchdog's next wake-up while it waits (max: none); min while it runs.
+  Clock::time_point sleeping_until_ = Clock::time_point::min();
   std::unique_ptr<pqxx::connection> connection_;  // for releases; watchdog thread only
   std::thread thread_;
 };

@@ -68,6 +68,11 @@ int Poller::refill_at() const {
   return std::max(1, std::min(pool_->options.batch_size, capacity()) / 2);
 }
 
+bool Poller::refill_due() const {
+  const int free = capacity() - pool_->active();
+  return free >= refill_at() || (free > 0 && pool_->local.looks_empty());
+}
+
 void Poller::assist() {
   const WorkerPoolOptions& options = pool_->options;
   std::unique_ptr<pqxx::connection> connection;
@@ -138,6 +143,7 @@ void Poller::serve(bool& claimed) {
   // A freed slot alone does not make a claim worth it while work is queued:
   // wait until half a batch can be claimed (or the queue ran dry).
   bool claim_now = true;
+  std::uint64_t freed_seen = pool_->slots_freed();
   Clock::time_point last_poll = Clock::now();
   Clock::time_point window_end = Clock::time_point::min();  // of the last NOTIFY's debounce
   while (!stopping_.load()) {
@@ -190,14 +196,28 @@ void Poller::serve(bool& claimed) {
       until_next = std::min(until_next, std::max(Clock::duration::zero(), timer_at - now));
     }
     const auto timeout = std::chrono::ceil<std::chrono::microseconds>(until_next);
-    switch (wait(connection_->sock(), timeout)) {
+    // Woken by a freed slot only when a refill is due (the test below): set
+    // before the slots are read again, so a slot freed in between still wakes.
+    // A slot freed before that (since the slots were last looked at) is
+    // looked at here, as the wake-up it did not send.
+    pool_->wake_poller_at(capacity() - refill_at());
+    if (const std::uint64_t freed = pool_->slots_freed(); freed != freed_seen) {
+      freed_seen = freed;
+      if (refill_due()) {
+        pool_->wake_poller_at(PoolShared::kPollerBusy);
+        claim_now = true;
+        continue;
+      }
+    }
+    const Woken woken = wait(connection_->sock(), timeout);
+    pool_->wake_poller_at(PoolShared::kPollerBusy);
+    switch (woken) {
       case Woken::stopping:
         break;
-      case Woken::pipe: {  // a slot was freed: refill
-        const int free = capacity() - pool_->active();
-        if (free >= refill_at() || (free > 0 && pool_->local.size() == 0)) claim_now = true;
+      case Woken::pipe:  // a slot was freed: refill
+        freed_seen = pool_->slots_freed();
+        if (refill_due()) claim_now = true;
         break;
-      }
       case Woken::socket:  // a notification (or a broken connection): read it above
       case Woken::timeout:
         break;

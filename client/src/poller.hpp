@@ -70,6 +70,9 @@ class Poller {
   int capacity() const noexcept;
   // The refill threshold: half a batch (or the capacity), at least 1.
   int refill_at() const;
+  // Enough slots are free for a claim: refill_at of them, or any while the
+  // local queue is empty.
+  bool refill_due() const;
   // Fires the due schedules when schedule_interval has passed since the last
   // time; returns when to fire next (time_point::max() when disabled). A
   // failure other than a lost connection is logged, not thrown.

@@ -135,6 +135,7 @@ void LocalQueue::push(QueuedClaim claim) {
   {
     const std::lock_guard<std::mutex> lock(mutex_);
     claims_.push_back(std::move(claim));
+    count_.store(claims_.size());
   }
   ready_.notify_one();
 }
@@ -145,6 +146,7 @@ std::optional<QueuedClaim> LocalQueue::pop() {
   if (closed_) return std::nullopt;
   QueuedClaim claim = std::move(claims_.front());
   claims_.pop_front();
+  count_.store(claims_.size());
   return claim;
 }
 
@@ -155,6 +157,7 @@ std::vector<QueuedClaim> LocalQueue::take_claimed_before(Clock::time_point cutof
     out.push_back(std::move(claims_.front()));
     claims_.pop_front();
   }
+  count_.store(claims_.size());
   return out;
 }
 
@@ -176,6 +179,7 @@ std::vector<QueuedClaim> LocalQueue::close() {
     closed_ = true;
     for (QueuedClaim& claim : claims_) out.push_back(std::move(claim));
     claims_.clear();
+    count_.store(0);
   }
   ready_.notify_all();
   return out;
@@ -221,10 +225,12 @@ void PoolShared::log(LogLevel level, const std::string& message) const noexcept 
 }
 
 void PoolShared::free_slot() noexcept {
-  active_.fetch_sub(1);
+  const int active = active_.fetch_sub(1) - 1;
+  freed_.fetch_add(1);
   { const std::lock_guard<std::mutex> lock(mutex_); }  // no lost wake-up in wait_until
   changed_.notify_all();
-  poller_wake.signal();
+  const int wake_at = wake_at_active_.load();
+  if (wake_at != kPollerBusy && (active <= wake_at || local.looks_empty())) poller_wake.signal();
 }
 
 int PoolShared::reserve_slots(int wanted, int capacity) noexcept {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <climits>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -173,6 +174,8 @@ class LocalQueue {
   // The oldest claim time queued, if any.
   std::optional<Clock::time_point> oldest() const;
   std::size_t size() const;
+  // The same without taking the queue's lock (a snapshot, for wake-up decisions).
+  bool looks_empty() const noexcept { return count_.load() == 0; }
   // No more pops; returns what was still queued.
   std::vector<QueuedClaim> close();
 
@@ -180,6 +183,7 @@ class LocalQueue {
   mutable std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<QueuedClaim> claims_;
+  std::atomic<std::size_t> count_{0};  // claims_.size(), written under mutex_
   bool closed_ = false;
 };
 
@@ -214,8 +218,21 @@ class PoolShared {
   bool claims_closed() const noexcept { return claims_closed_.load(); }
   // Wakes wait_until callers (a condition their predicate reads has changed).
   void nudge() noexcept;
-  // A runner gave its slot back: wake the poller (immediate refill) and stop().
+  // A runner gave its slot back: wake stop(), and the poller when the slot
+  // makes a claim worth it (see wake_poller_at).
   void free_slot() noexcept;
+  // The poller, before it sleeps: a freed slot wakes it only once at most
+  // `active` claims are held, or the local queue is empty (a refill is then
+  // due, whatever its size). Without this each finished task would wake the
+  // poller (a pipe write and a context switch per task) only for it to find
+  // too few free slots to claim.
+  // kPollerBusy (the poller is not sleeping): a freed slot wakes nobody, the
+  // poller looks at the slots again before it sleeps.
+  static constexpr int kPollerBusy = INT_MIN;
+  void wake_poller_at(int active) noexcept { wake_at_active_.store(active); }
+  // How many slots were ever freed (free_slot): the poller tells whether one
+  // was freed since it last looked.
+  std::uint64_t slots_freed() const noexcept { return freed_.load(); }
   // A runner thread is about to return.
   void runner_finished() noexcept;
   // Waits until pred() holds (checked on every slot or runner change) or deadline.
@@ -237,6 +254,8 @@ class PoolShared {
   std::atomic<bool> claims_closed_{false};
   std::atomic<int> active_{0};
   std::atomic<int> running_{0};
+  std::atomic<int> wake_at_active_{kPollerBusy};
+  std::atomic<std::uint64_t> freed_{0};
   std::mutex mutex_;
   std::condition_variable changed_;
 };

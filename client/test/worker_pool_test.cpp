@@ -673,6 +673,28 @@ TEST_F(WorkerPoolTest, StartValidatesCatalogAndOptions) {
 
 // --- the poller ------------------------------------------------------------
 
+// The poller sleeps until a refill is due; each freed slot that makes one due
+// wakes it (PoolShared::wake_poller_at). With one slot, no prefetch, no LISTEN
+// and a poll interval of an hour, the backlog drains only through those
+// wake-ups: a lost one would leave the next task unclaimed for the hour.
+TEST_F(WorkerPoolTest, AFreedSlotWakesThePollerWithoutPollOrNotify) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 6; ++i) ids.push_back(spawn("t", Json{{"n", i}}));
+  TaskCatalog catalog =
+      TaskCatalog::Builder().add("t", [](Context&, const Json& p) { return p; }).build();
+  WorkerPoolOptions o = options();
+  o.concurrency = 1;
+  o.prefetch = 0;
+  o.listen = false;
+  o.poll_interval = std::chrono::hours(1);
+  WorkerPool pool(catalog, o);
+  pool.start();
+  for (const std::string& id : ids)
+    ASSERT_TRUE(eventually([&] { return state(id) == "completed"; }, 20s)) << id;
+  pool.stop();
+  EXPECT_EQ(pool.counters().completed, ids.size());
+}
+
 TEST_F(WorkerPoolTest, PollerReconnectsAfterItsConnectionIsTerminated) {
   TaskCatalog catalog =
       TaskCatalog::Builder().add("t", [](Context&, const Json& p) { return p; }).build();
