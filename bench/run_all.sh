@@ -100,6 +100,8 @@ for w in trickle burst; do
   p50=$(get worker.wake.$w.p50_ms) p99=$(get worker.wake.$w.p99_ms)
   if [ $w = trickle ]; then before="p50 43, p99 108"; else before=""; fi
   row "wake-to-start $w, default settings (ms)" "p50 ${p50:--}" "p99 ${p99:--}" "" "< 2 / < 8" "$before"
+  p50=$(get worker.wake.$w.after_p50_ms) p99=$(get worker.wake.$w.after_p99_ms)
+  row "  the same from the COMMIT's return (commit p50 $(get worker.wake.$w.commit_p50_ms))" "p50 ${p50:--}" "p99 ${p99:--}" "" "" ""
 done
 rrow "queue_stats p95, $(size "${STATS_FINISHED:-1000000}") finished / none (ms)" stats.large.p95_ms stats.empty.p95_ms "< 50 ms" ""
 say ""

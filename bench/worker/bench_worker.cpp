@@ -194,11 +194,21 @@ double percentile(const std::vector<double>& sorted, double p) {
 // runners' connections, as in a pool that has been serving for a while), then
 // left idle; `session` statements run on the spawner's connection before the
 // measured spawns.
-std::vector<double> wake_latencies(const docket::WorkerPoolOptions& options,
-                                   const std::string& queue, int count, int interval_ms, int per_tx,
-                                   const std::vector<std::string>& session) {
+// Wake-to-start latencies, sorted (ms): from just before the spawn's COMMIT
+// (the figure the targets are about), and from when that COMMIT returned (the
+// producer's own WAL flush taken out); and the COMMITs' durations.
+struct WakeLatencies {
+  std::vector<double> from_commit;
+  std::vector<double> after_commit;
+  std::vector<double> commit;
+};
+
+WakeLatencies wake_latencies(const docket::WorkerPoolOptions& options, const std::string& queue,
+                             int count, int interval_ms, int per_tx,
+                             const std::vector<std::string>& session) {
   std::mutex mutex;
   std::unordered_map<std::string, Clock::time_point> committing;  // run id -> before COMMIT
+  std::unordered_map<std::string, Clock::time_point> committed;   // run id -> COMMIT returned
   std::unordered_map<std::string, Clock::time_point> started;     // run id -> handler start
   docket::WorkerPool pool(docket::TaskCatalog::Builder()
                               .add("noop",
@@ -249,8 +259,12 @@ std::vector<double> wake_latencies(const docket::WorkerPoolOptions& options,
                         .run_id);
     const Clock::time_point before_commit = Clock::now();
     tx.commit();
+    const Clock::time_point after_commit = Clock::now();
     const std::lock_guard<std::mutex> lock(mutex);
-    for (const std::string& id : ids) committing.emplace(id, before_commit);
+    for (const std::string& id : ids) {
+      committing.emplace(id, before_commit);
+      committed.emplace(id, after_commit);
+    }
   }
   const Clock::time_point deadline = Clock::now() + 60s;
   for (;;) {
@@ -263,21 +277,37 @@ std::vector<double> wake_latencies(const docket::WorkerPoolOptions& options,
   }
   pool.stop();
 
-  std::vector<double> ms;
-  for (const auto& [run_id, at] : committing)
-    ms.push_back(std::chrono::duration<double, std::milli>(started.at(run_id) - at).count());
-  std::sort(ms.begin(), ms.end());
-  return ms;
+  const auto ms = [](Clock::duration d) {
+    return std::chrono::duration<double, std::milli>(d).count();
+  };
+  WakeLatencies out;
+  for (const auto& [run_id, at] : committing) {
+    const Clock::time_point done = committed.at(run_id);
+    out.from_commit.push_back(ms(started.at(run_id) - at));
+    out.after_commit.push_back(ms(started.at(run_id) - done));
+    out.commit.push_back(ms(done - at));
+  }
+  for (std::vector<double>* v : {&out.from_commit, &out.after_commit, &out.commit})
+    std::sort(v->begin(), v->end());
+  return out;
 }
 
 // The key=value tail of a latency line: count and percentiles (ms).
-void print_latencies(const std::vector<double>& ms) {
+// After them: the same from the COMMIT's return (after_commit_*), and the
+// COMMIT's own duration (commit_*).
+void print_latencies(const WakeLatencies& latencies) {
+  const std::vector<double>& ms = latencies.from_commit;
   double sum = 0;
   for (const double v : ms) sum += v;
-  std::printf("count=%zu p50_ms=%.2f p90_ms=%.2f p99_ms=%.2f max_ms=%.2f mean_ms=%.2f\n", ms.size(),
+  std::printf("count=%zu p50_ms=%.2f p90_ms=%.2f p99_ms=%.2f max_ms=%.2f mean_ms=%.2f", ms.size(),
               percentile(ms, 0.50), percentile(ms, 0.90), percentile(ms, 0.99),
               ms.empty() ? 0.0 : ms.back(),
               ms.empty() ? 0.0 : sum / static_cast<double>(ms.size()));
+  std::printf(
+      " after_commit_p50_ms=%.2f after_commit_p99_ms=%.2f commit_p50_ms=%.2f"
+      " commit_p99_ms=%.2f\n",
+      percentile(latencies.after_commit, 0.50), percentile(latencies.after_commit, 0.99),
+      percentile(latencies.commit, 0.50), percentile(latencies.commit, 0.99));
 }
 
 int latency(const std::string& dsn, const std::string& queue, int count, int interval_ms,
@@ -289,7 +319,7 @@ int latency(const std::string& dsn, const std::string& queue, int count, int int
   if (!listen) session.emplace_back("SET docket.notify = off");
   if (notify_interval != "default")
     session.push_back("SET docket.notify_interval_ms = " + notify_interval);
-  const std::vector<double> ms = wake_latencies(options, queue, count, interval_ms, 1, session);
+  const WakeLatencies ms = wake_latencies(options, queue, count, interval_ms, 1, session);
   std::printf("latency listen=%d notify_interval_ms=%s poll_ms=%d ", listen ? 1 : 0,
               notify_interval.c_str(), poll_ms);
   print_latencies(ms);
@@ -305,7 +335,7 @@ int wake(const std::string& dsn, const std::string& queue, const std::string& pa
   options.conninfo = dsn;
   options.queue = queue;
   options.logger = docket::stderr_logger(docket::LogLevel::warning);
-  const std::vector<double> ms = wake_latencies(options, queue, count, interval_ms, per_tx, {});
+  const WakeLatencies ms = wake_latencies(options, queue, count, interval_ms, per_tx, {});
   std::printf("wake pattern=%s interval_ms=%d burst=%d ", pattern.c_str(), interval_ms, per_tx);
   print_latencies(ms);
   return 0;

@@ -211,15 +211,20 @@ done
 # c) wake-to-start latency, default pool settings
 ###############################################################################
 say ""
-say "wake-to-start, default pool settings and session settings (ms from before the spawn's COMMIT to the handler)"
-say "$(printf '  %-52s %8s %8s %8s %8s' pattern p50_ms p90_ms p99_ms max_ms)"
+say "wake-to-start, default pool settings and session settings (ms from before the spawn's COMMIT to the handler;"
+say "after: from the COMMIT's return, the spawner's own WAL flush taken out; commit: the COMMIT's duration)"
+say "$(printf '  %-52s %8s %8s %8s %8s %9s %9s %10s' pattern p50_ms p90_ms p99_ms max_ms after_p50 after_p99 commit_p50)"
 wake() {  # wake <key> <label> <pattern> <interval_ms> <burst>
   local line
   line=$("$BENCH" wake "$DSN" "wake_$1" "$3" "$WAKE_COUNT" "$4" "$5")
-  say "$(printf '  %-52s %8s %8s %8s %8s' "$2" "$(field "$line" p50_ms)" "$(field "$line" p90_ms)" \
-    "$(field "$line" p99_ms)" "$(field "$line" max_ms)")"
+  say "$(printf '  %-52s %8s %8s %8s %8s %9s %9s %10s' "$2" "$(field "$line" p50_ms)" "$(field "$line" p90_ms)" \
+    "$(field "$line" p99_ms)" "$(field "$line" max_ms)" "$(field "$line" after_commit_p50_ms)" \
+    "$(field "$line" after_commit_p99_ms)" "$(field "$line" commit_p50_ms)")"
   result "worker.wake.$1.p50_ms" "$(field "$line" p50_ms)"
   result "worker.wake.$1.p99_ms" "$(field "$line" p99_ms)"
+  result "worker.wake.$1.after_p50_ms" "$(field "$line" after_commit_p50_ms)"
+  result "worker.wake.$1.after_p99_ms" "$(field "$line" after_commit_p99_ms)"
+  result "worker.wake.$1.commit_p50_ms" "$(field "$line" commit_p50_ms)"
 }
 wake trickle "trickle: $WAKE_COUNT tasks, 1 per transaction every $WAKE_INTERVAL_MS ms" trickle "$WAKE_INTERVAL_MS" 1
 wake burst "bursts: $WAKE_COUNT tasks, $WAKE_BURST per transaction every $WAKE_BURST_MS ms" burst "$WAKE_BURST_MS" "$WAKE_BURST"
