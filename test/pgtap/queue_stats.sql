@@ -202,13 +202,19 @@ BEGIN
   EXECUTE 'EXPLAIN (COSTS OFF, FORMAT JSON) EXECUTE stats_q ' || args INTO p;
   RETURN QUERY SELECT n FROM jsonb_path_query(p::jsonb, 'strict $.** ? (exists (@."Node Type"))') n;
 END $$;
-SELECT is((SELECT string_agg(DISTINCT n ->> 'Index Name', ',') FROM pg_temp.nodes($$('2041-01-01', false, 'x')$$) n),
-  'runs_claimed,runs_finished,runs_poisoned,runs_ready_queue,runs_waiting',
+-- The due count may read either ready index (with or without the queue key
+-- first): which one follows the table's statistics.
+SELECT is((SELECT string_agg(DISTINCT regexp_replace(n ->> 'Index Name', '^runs_ready(_queue)?$', 'runs_ready*'), ',')
+             FROM pg_temp.nodes($$('2041-01-01', false, 'x')$$) n),
+  'runs_claimed,runs_finished,runs_poisoned,runs_ready*,runs_waiting',
   'the generic plan reads the five partial indexes');
+-- A bitmap heap scan is allowed: it reads only what its bitmap index scans (on
+-- the partial indexes, checked by name) found. Which of the two the planner
+-- picks follows the table's size, which earlier suites' dead rows change.
 SELECT is((SELECT count(*) FROM pg_temp.nodes($$('2041-01-01', true, NULL)$$) n
-            WHERE n ->> 'Node Type' IN ('Seq Scan', 'Bitmap Heap Scan')
-               OR (n ->> 'Node Type' LIKE 'Index%' AND n ->> 'Index Name' NOT LIKE 'runs\_%')),
-  0::bigint, 'no sequential or bitmap scan');
+            WHERE n ->> 'Node Type' = 'Seq Scan'
+               OR (n ->> 'Node Type' LIKE '%Index%' AND n ->> 'Index Name' NOT LIKE 'runs\_%')),
+  0::bigint, 'no sequential scan, and every index scan on one of the partial indexes');
 SELECT is((SELECT n ->> 'Index Cond' FROM pg_temp.nodes($$('2041-01-01', true, NULL)$$) n
             WHERE n ->> 'Index Name' = 'runs_finished'),
   '((updated_at > ($1 - ''00:01:00''::interval)) AND (updated_at <= $1))',
