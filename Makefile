@@ -3,6 +3,8 @@
 #   make test               install what is missing, run every suite on a throwaway cluster
 #   make demo               a narrated psql session on a throwaway cluster
 #   make unit               GoogleTest suite of the pure C++ core (no server)
+#   make format-check, make tidy   clang-format (no diff) and clang-tidy (src/ and client/);
+#                           make test runs both
 
 EXTENSION = docket
 MODULE_big = docket
@@ -93,9 +95,9 @@ format:
 format-check:
 	clang-format --dry-run --Werror $(wildcard $(FORMATTED))
 
+# clang-tidy over src/ and client/ (scripts/tidy.sh), TIDY_JOBS files at a time.
 tidy:
-	clang-tidy --quiet $(CORE_SRCS) -- -std=c++17 -Isrc
-	clang-tidy --quiet $(PG_SRCS) -- -std=c++17 -Isrc -isystem $(SERVER_INCLUDE)
+	bash scripts/tidy.sh
 
 ifneq ($(wildcard $(PGXS)),)
 include $(PGXS)

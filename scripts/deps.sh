@@ -3,7 +3,7 @@
 set -euo pipefail
 PACKAGES=(postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap
           libtap-parser-sourcehandler-pgtap-perl libpqxx-dev cmake g++ make
-          googletest libgtest-dev clang-format python3-psycopg2 nlohmann-json3-dev
+          googletest libgtest-dev clang-format clang-tidy python3-psycopg2 nlohmann-json3-dev
           libcli11-dev libcpp-httplib-dev libjs-chart.js)
 # Wanted but not required: the dashboard's browser test skips, saying so,
 # when chromium is missing and cannot be installed.

@@ -29,14 +29,46 @@ step() {  # step <name> <command...>: a phase that is not a suite; its failure e
 }
 quiet() { "$@" >/dev/null; }
 
+# Static checks: clang-format must leave every file as it is, clang-tidy must
+# find nothing in src/ or client/ (CI runs them through make test).
+suite "clang-format (make format-check)" make -s format-check
+# clang-tidy needs minutes of CPU and no server: it starts now in the background
+# at the lowest priority (nice 19), so it takes the cores the builds and suites
+# leave idle while they wait for the server, and it is a suite at the end, its
+# output printed there. Its own session, so that an early exit stops all of it;
+# a new session is a new scheduler autogroup where the kernel has them (Debian),
+# in which nice alone would rank it only against itself: the autogroup gets nice
+# 19 too.
+tidy_log=$(mktemp)
+setsid bash -c 'echo 19 2>/dev/null >/proc/self/autogroup
+  t0=$(date +%s); nice -n 19 make -s tidy; s=$?
+  echo "--- make tidy took $(( $(date +%s) - t0 ))s in the background"; exit $s' \
+  >"$tidy_log" 2>&1 &
+tidy_pid=$!
+cluster_up=no
+tidy_done=no
+cleanup() {
+  [ "$tidy_done" = yes ] || kill -- -"$tidy_pid" 2>/dev/null
+  rm -f "$tidy_log"
+  [ "$cluster_up" = no ] || bash scripts/cluster.sh stop
+}
+trap cleanup EXIT
+wait_tidy() {
+  local status=0
+  wait "$tidy_pid" || status=$?
+  tidy_done=yes
+  cat "$tidy_log"
+  return "$status"
+}
+
 # Builds use every core (CI: 2).
 jobs=$(nproc)
 suite "unit (GoogleTest, pure C++ core)" make -s -j"$jobs" unit || true
 step "build the extension (make)" make -s -j"$jobs"
 step "make install" quiet make -s install
 
+cluster_up=yes
 step "cluster start" bash scripts/cluster.sh start
-trap 'bash scripts/cluster.sh stop' EXIT
 
 suite "pg_regress (walkthrough, EXPLAIN plans)" make -s installcheck ISOLATION=
 suite "isolation specs" make -s installcheck REGRESS=
@@ -64,6 +96,8 @@ for extra in test/suites/*.sh; do
   [ -e "$extra" ] || continue
   suite "$(basename "$extra" .sh)" bash "$extra"
 done
+
+suite "clang-tidy (make tidy: src/ and client/; the wait for the background run)" wait_tidy
 
 echo
 if [ ${#failed[@]} -gt 0 ]; then

@@ -170,7 +170,7 @@ std::optional<Json> Client::wait(const std::string& run_id, std::chrono::millise
   const Clock::time_point deadline = Clock::now() + timeout;
   std::chrono::milliseconds interval = std::max(options.first_poll, std::chrono::milliseconds(1));
   for (;;) {
-    const std::optional<Json> result = task_result(options.scope, run_id);
+    std::optional<Json> result = task_result(options.scope, run_id);
     if (!result)
       throw NotFound("", "not_found: task " + run_id + " is not visible in scope " + options.scope);
     if (settled_state(result->value("state", std::string()))) return result;

@@ -15,13 +15,14 @@ namespace docketctl {
 
 namespace {
 
-const std::vector<std::string> kCountColumns = {"due",
-                                                "scheduled",
-                                                "running",
-                                                "waiting",
-                                                "poisoned",
-                                                "completed_last_minute",
-                                                "failed_last_minute"};
+// A constant array, not a static std::vector whose construction could throw.
+constexpr const char* kCountColumns[] = {"due",
+                                         "scheduled",
+                                         "running",
+                                         "waiting",
+                                         "poisoned",
+                                         "completed_last_minute",
+                                         "failed_last_minute"};
 
 std::vector<docket::Json> read_stats(Context& context) {
   return docket::sql::in_transaction(context.connection(), false, [&](pqxx::transaction_base& tx) {
@@ -32,7 +33,7 @@ std::vector<docket::Json> read_stats(Context& context) {
 // The sums of the count columns over every queue, and the oldest due age.
 docket::Json totals(const std::vector<docket::Json>& rows) {
   docket::Json out = {{"queue", "(all)"}};
-  for (const std::string& column : kCountColumns) {
+  for (const std::string column : kCountColumns) {
     std::int64_t sum = 0;
     for (const auto& row : rows) sum += row.value(column, std::int64_t{0});
     out[column] = sum;

@@ -653,7 +653,7 @@ int run(const Options& options) {
   std::atomic<bool> signalled{false};
   std::atomic<bool> served{false};
   std::thread waiter([&] {
-    const timespec tick{0, 200 * 1000 * 1000};
+    const timespec tick{0, 200L * 1000 * 1000};
     while (!served) {
       if (sigtimedwait(&signals, nullptr, &tick) > 0) {
         signalled = true;
