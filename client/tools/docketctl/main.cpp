@@ -15,7 +15,9 @@
 #include "docket/errors.hpp"
 #include "docketctl.hpp"
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
   docketctl::Context context;
   CLI::App app("docketctl: operate docket (durable tasks in PostgreSQL) from the shell.",
                "docketctl");
@@ -71,4 +73,19 @@ int main(int argc, char** argv) {
     std::cerr << "docketctl: " << e.what() << "\n";
     return docketctl::kExitError;
   }
+}
+
+}  // namespace
+
+// Building the command line can throw too (CLI::ConstructionError, bad_alloc):
+// exit 1 with the message, never std::terminate.
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "docketctl: " << e.what() << "\n";
+  } catch (...) {
+    std::cerr << "docketctl: unknown error\n";
+  }
+  return docketctl::kExitError;
 }
