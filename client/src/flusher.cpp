@@ -19,7 +19,9 @@ struct Flusher::Item {
   Json value;  // the step's value or the task's result
   Clock::time_point enqueued;
   // Written by the flusher thread, read by the submitter once `done` is set
-  // (under the mutex).
+  // (under decided_mutex: the item's own, so a flush's waiters are woken
+  // without the flusher's lock and do not all contend for it on waking).
+  std::mutex decided_mutex;
   bool done = false;
   std::condition_variable decided;  // the waiting submitter: `done` was set
   std::string outcome;
@@ -148,7 +150,10 @@ void Flusher::submit(const ItemPtr& item, bool wait) {
   if (ready == 1 || ready >= options_.max_batch || (wait && flushing_ > 0) ||
       (options_.producers && static_cast<long>(ready + in_flight_waiting_) >= options_.producers()))
     work_.notify_all();
-  if (wait) item->decided.wait(lock, [&] { return item->done; });
+  if (!wait) return;
+  lock.unlock();
+  std::unique_lock<std::mutex> own(item->decided_mutex);
+  item->decided.wait(own, [&] { return item->done; });
 }
 
 void Flusher::run(std::size_t index) {
@@ -204,8 +209,6 @@ void Flusher::run(std::size_t index) {
     }
     lock.lock();
     for (const ItemPtr& item : batch) {
-      item->done = true;
-      item->decided.notify_one();  // only its own submitter: no herd of waiters
       in_flight_runs_.erase(in_flight_runs_.find(item->run_id));
       if (!item->on_done) --in_flight_waiting_;
     }
@@ -214,6 +217,18 @@ void Flusher::run(std::size_t index) {
     ++flushes_;
     largest_batch_ = std::max(largest_batch_, batch.size());
     work_.notify_all();  // items of these runs may go now; fewer producers are waiting
+    // Each waiting submitter is woken on its own item's mutex, after this
+    // flush's bookkeeping and outside the flusher's lock.
+    lock.unlock();
+    for (const ItemPtr& item : batch) {
+      if (item->on_done) continue;
+      {
+        const std::lock_guard<std::mutex> own(item->decided_mutex);
+        item->done = true;
+      }
+      item->decided.notify_one();
+    }
+    lock.lock();
   }
   // Under the lock: once the last thread is gone, nothing can be queued.
   if (--live_threads_ == 0) closed_ = true;
