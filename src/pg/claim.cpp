@@ -268,6 +268,10 @@ void apply(Statement& statement, const std::vector<std::string>& ids, Micros now
   const Datum values[3] = {text_array(ids), TimestampTzGetDatum(now),
                            Int64GetDatum(lease_ms.value_or(0))};
   const char nulls[4] = {' ', ' ', lease_ms ? ' ' : 'n', '\0'};
+  // Generic: in the default mode a custom plan (the array's length known)
+  // costs less than the generic one for a small batch, so every claim was
+  // planned anew; the generic plan is the same primary-key scan.
+  spi_prepare_generic(statement);
   const std::uint64_t rows = spi_execute(statement, values, nulls);
   if (rows != ids.size()) throw std::logic_error("claim_due: a locked candidate was not updated");
   for (std::uint64_t row = 0; row < rows; ++row) {
