@@ -42,7 +42,7 @@ namespace {
   " AS i (run_id, token, step_name, value, ord)),"                                       \
   " fresh AS (SELECT i.* FROM items i WHERE NOT EXISTS (SELECT 1"                        \
   " FROM docket.task_steps s WHERE s.run_id = i.run_id AND s.step_name = i.step_name))," \
-  " fresh_count AS MATERIALIZED (SELECT array_agg(coalesce(g.n, 0) ORDER BY d.ord) AS n"              \
+  " fresh_count AS MATERIALIZED (SELECT array_agg(coalesce(g.n, 0) ORDER BY d.ord) AS n" \
   " FROM unnest($6, $7) WITH ORDINALITY AS d (run_id, token, ord)"                       \
   " LEFT JOIN (SELECT f.run_id, f.token, count(*) AS n FROM fresh f GROUP BY 1, 2) g"    \
   " ON g.run_id = d.run_id AND g.token = d.token),"                                      \
