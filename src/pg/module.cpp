@@ -4,6 +4,7 @@
 #include "pg/boundary.hpp"
 #include "pg/datum.hpp"
 #include "pg/notify.hpp"
+#include "pg/planning.hpp"
 #include "pg/settings.hpp"
 
 extern "C" {
@@ -14,6 +15,7 @@ void _PG_init(void) {
   docket::pg::settings::define();
   docket::pg::caller::register_reset();
   docket::pg::register_notify_callback();
+  docket::pg::register_planner_hook();
   // A batch call (claim_tasks, complete_tasks) builds executor state of a few
   // hundred kB in SPI's memory contexts and frees it at SPI_finish. At glibc's
   // defaults (trim above 128 kB of free heap top) every call then shrank the

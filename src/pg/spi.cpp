@@ -3,6 +3,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "pg/planning.hpp"
+
 namespace docket::pg {
 
 void spi_connect() {
@@ -41,6 +43,7 @@ void spi_prepare_generic(Statement& statement) {
 std::uint64_t spi_execute(Statement& statement, const Datum* values, const char* nulls,
                           long row_limit) {
   SPIPlanPtr plan = prepared(statement);
+  const IndexPlanning planning;  // if the kept plan is (re)made now: planning.hpp
   return call([&] {
     int rc = SPI_execute_plan(plan, const_cast<Datum*>(values), nulls, false, row_limit);
     if (rc < 0)
@@ -51,18 +54,10 @@ std::uint64_t spi_execute(Statement& statement, const Datum* values, const char*
 
 std::uint64_t spi_execute_key_ordered(Statement& statement, const Datum* values,
                                       const char* nulls) {
-  // An error before the level is popped ends the transaction, whose abort resets it.
-  const int level = call([] {
-    const int nest = NewGUCNestLevel();
-    for (const char* name : {"enable_seqscan", "enable_bitmapscan"})
-      (void)set_config_option(name, "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
-                              false);
-    return nest;
-  });
+  // Every statement is planned with sequential and bitmap scans off
+  // (IndexPlanning in spi_execute), which leaves the index scan.
   spi_prepare_generic(statement);
-  const std::uint64_t rows = spi_execute(statement, values, nulls);
-  call([&] { AtEOXact_GUC(true, level); });
-  return rows;
+  return spi_execute(statement, values, nulls);
 }
 
 Datum spi_value(std::uint64_t row, int column, bool* isnull) {

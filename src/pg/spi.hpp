@@ -28,14 +28,16 @@ void spi_finish();
 void spi_prepare_generic(Statement& statement);
 
 // Executes a statement; `nulls` is SPI's ' '/'n' array (nullptr: no NULLs).
-// Returns the number of rows processed; rows are read with spi_value.
+// Returns the number of rows processed; rows are read with spi_value. A plan
+// made now is made on indexes (pg/planning.hpp).
 std::uint64_t spi_execute(Statement& statement, const Datum* values, const char* nulls,
                           long row_limit = 0);
 
 // Executes a statement that selects its rows by `key = ANY($n)` on a unique
-// index and locks them (an UPDATE), so that it locks them in key order: the
-// statement is planned and run with sequential and bitmap scans off, leaving
-// the index scan, which reads an array condition's keys in ascending order.
+// index and locks them (an UPDATE), so that it locks them in key order: like
+// every statement, it is planned with sequential and bitmap scans off
+// (pg/planning.hpp), leaving the index scan, which reads an array condition's
+// keys in ascending order.
 // Two such statements sharing rows therefore lock them in the same order and
 // cannot deadlock, without a separate lock pass. Prepares a generic plan.
 std::uint64_t spi_execute_key_ordered(Statement& statement, const Datum* values, const char* nulls);

@@ -3,7 +3,7 @@
 -- task rows, steps, waits and run events, plus emitted events past the horizon;
 -- leaves everything else. Times are in 2040, set as docket.fake_now.
 BEGIN;
-SELECT plan(27);
+SELECT plan(28);
 
 CREATE FUNCTION pg_temp.t(s double precision) RETURNS timestamptz
   LANGUAGE sql IMMUTABLE AS $$ SELECT '2040-01-01 00:00:00+00'::timestamptz + make_interval(secs => s) $$;
@@ -169,6 +169,8 @@ SELECT is((SELECT jsonb_agg(to_jsonb(g)) FROM docket.graphs g), (SELECT s FROM s
 SELECT is((SELECT count(*)::int FROM docket.tasks), 8, 'eight task rows remain');
 SELECT is((SELECT count(*)::int FROM docket.task_steps
             WHERE run_id NOT IN (SELECT run_id FROM docket.runs)), 0, 'no orphan steps');
+SELECT ok(NOT EXISTS (SELECT 1 FROM pg_constraint WHERE contype = 'f' AND conrelid = 'docket.task_steps'::regclass),
+  'the steps go with their runs by the runs_deleted trigger: no foreign key is checked per stored step');
 
 -- older_than 0: everything finished before now
 SELECT is(docket.cleanup(interval '0', 100000), 2::bigint, 'older_than 0 deletes every task finished before now');

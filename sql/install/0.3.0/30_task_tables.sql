@@ -35,9 +35,11 @@ COMMENT ON COLUMN docket.tasks.retry IS
 
 -- A stored step keeps the number of its step_completed event (seq) beside its
 -- completed_at, instead of a row in docket.run_events (rows stored by a wait,
--- and before 0.3.0, have none: their events, if any, are in the log).
+-- and before 0.3.0, have none: their events, if any, are in the log). No
+-- foreign key: every writer holds the run's row lock, and deleting runs
+-- deletes their steps (runs_deleted).
 CREATE TABLE docket.task_steps (
-  run_id       text NOT NULL REFERENCES docket.runs (run_id) ON DELETE CASCADE,
+  run_id       text NOT NULL,
   step_name    text NOT NULL,
   value        jsonb,
   completed_at timestamptz NOT NULL,

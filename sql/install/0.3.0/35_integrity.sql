@@ -3,15 +3,16 @@
 -- What foreign keys would guard, on the rare side (triggers)
 -------------------------------------------------------------------------------
 -- A spawn writes a docket.tasks row, a run and its head; a claim or a
--- completion writes events. Foreign keys would check those rows one by one:
--- each check a query and a row lock, and the lock on the graph row (one row
--- shared by every run of a task name) taken by every spawning transaction at
--- once. The writers are docket's own statements (no role holds a privilege on
--- these tables), which write a run, its head and its task from the same
--- values and look the graph up first, so the guards sit on the rare side:
--- deleting runs deletes their heads, task rows and events (as ON DELETE
--- CASCADE would), and a graph that a run references can be neither deleted
--- nor re-keyed (as a foreign key would refuse).
+-- completion writes events; a checkpoint writes a step. Foreign keys would
+-- check those rows one by one: each check a query and a row lock, and the
+-- lock on the graph row (one row shared by every run of a task name) taken
+-- by every spawning transaction at once. The writers are docket's own
+-- statements (no role holds a privilege on these tables), which write a run,
+-- its head and its task from the same values and look the graph up first,
+-- and write events and steps under the run's row lock, so the guards sit on
+-- the rare side: deleting runs deletes their heads, task rows, steps and
+-- events (as ON DELETE CASCADE would), and a graph that a run references can
+-- be neither deleted nor re-keyed (as a foreign key would refuse).
 
 CREATE FUNCTION docket._runs_deleted() RETURNS trigger
   LANGUAGE plpgsql
@@ -21,11 +22,12 @@ BEGIN
   DELETE FROM docket.run_heads h USING gone g
    WHERE h.started_at = g.started_at AND h.run_id = g.run_id;
   DELETE FROM docket.tasks t USING gone g WHERE t.run_id = g.run_id;
+  DELETE FROM docket.task_steps s USING gone g WHERE s.run_id = g.run_id;
   DELETE FROM docket.run_events e USING gone g WHERE e.run_id = g.run_id;
   RETURN NULL;
 END $$;
 COMMENT ON FUNCTION docket._runs_deleted() IS
-  'Internal trigger: deleting runs deletes their heads, task rows and events (once per statement).';
+  'Internal trigger: deleting runs deletes their heads, task rows, steps and events (once per statement).';
 CREATE TRIGGER runs_deleted AFTER DELETE ON docket.runs
   REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION docket._runs_deleted();
 

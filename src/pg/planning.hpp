@@ -1,0 +1,32 @@
+// Plans of docket's statements never depend on how empty a table looked.
+//
+// A statement is prepared once per backend and its plan kept (spi.hpp); the
+// plan is made at its first execution, with the statistics of that moment. A
+// pool that starts against an empty database (or one whose tables were just
+// analyzed while empty) would keep plans that scan docket.runs and
+// docket.task_steps sequentially, and every call would then read whole tables
+// as they grow, until something invalidated the plan. Every statement docket
+// runs is planned with sequential and bitmap scans off: the planner keeps the
+// index paths the statements are written for (each hot one is pinned by a
+// plans_*.sql or task_explain test), whatever the statistics say, and an
+// index scan on a unique key reads an array condition's keys in order (the
+// lock order spi_execute_key_ordered relies on). Only planning is affected:
+// executing a kept plan costs nothing more.
+#pragma once
+
+namespace docket::pg {
+
+// Installs the planner hook (from _PG_init, once).
+void register_planner_hook();
+
+// While one of these lives, statements planned in this backend are planned
+// with sequential and bitmap scans off (nesting is counted).
+class IndexPlanning {
+ public:
+  IndexPlanning() noexcept;
+  ~IndexPlanning();
+  IndexPlanning(const IndexPlanning&) = delete;
+  IndexPlanning& operator=(const IndexPlanning&) = delete;
+};
+
+}  // namespace docket::pg
