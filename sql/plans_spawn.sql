@@ -15,7 +15,7 @@ SELECT count(*) FROM docket.spawn_tasks('job', ARRAY(SELECT jsonb_build_object('
 ANALYZE docket.tasks, docket.runs, docket.run_heads;
 
 -- spawn: the tasks that already hold some keys.
-PREPARE existing (text, text, text[]) AS SELECT t.idempotency_key, t.run_id, (r.document ->> 'attempt')::int FROM docket.tasks t JOIN docket.runs r ON r.run_id = t.run_id WHERE t.tenant_key = $1 AND t.queue = $2 AND t.idempotency_key = ANY($3);
+PREPARE existing (text, text, text[]) AS SELECT t.idempotency_key, t.run_id, r.attempt FROM unnest($3) AS k (key) CROSS JOIN LATERAL (SELECT t.idempotency_key, t.run_id FROM docket.tasks t WHERE t.tenant_key = $1 AND t.queue = $2 AND t.idempotency_key = k.key LIMIT 1) t CROSS JOIN LATERAL (SELECT (r.document ->> 'attempt')::int AS attempt FROM docket.runs r WHERE r.run_id = t.run_id LIMIT 1) r;
 EXPLAIN (COSTS OFF) EXECUTE existing ('b', 'q1', '{key-1,key-2}');
 
 -- deleting runs: their heads by (started_at, run_id) on run_heads_list (run_heads

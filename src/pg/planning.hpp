@@ -12,6 +12,13 @@
 // index scan on a unique key reads an array condition's keys in order (the
 // lock order spi_execute_key_ordered relies on). Only planning is affected:
 // executing a kept plan costs nothing more.
+//
+// Switches alone do not cover a join: a table believed empty can be read
+// whole through its index (a full index scan, materialized) as cheaply, on
+// paper, as probed. So a statement that looks rows of another table up by
+// the rows it already has writes the lookup as a scalar or a LATERAL ... LIMIT 1
+// subquery, which the planner cannot turn into a join: it stays one
+// parameterized index probe per row. pgTAP plans_empty_stats checks both.
 #pragma once
 
 namespace docket::pg {

@@ -33,13 +33,14 @@ Statement refresh_statement{
 
 // fail_task's look at the locked run: the fence's facts, the failed attempt
 // and the task's budget and retry policy (filled in at spawn; NULL: the
-// defaults, kDefaultRetryPolicy).
+// defaults, kDefaultRetryPolicy). The task row by a probe (pg/planning.hpp).
 Statement failing_statement{
     "SELECT r.graph_hash = 'task', r.status, r.claim_token, r.deadline_at,"
     " (r.document ->> 'attempt')::int, t.max_attempts, p.retry ->> 'kind',"
     " (p.retry ->> 'base_ms')::float8, (p.retry ->> 'factor')::float8,"
     " (p.retry ->> 'max_ms')::float8, (p.retry ->> 'jitter')::float8"
-    " FROM docket.runs r LEFT JOIN docket.tasks t ON t.run_id = r.run_id,"
+    " FROM docket.runs r LEFT JOIN LATERAL (SELECT t.max_attempts, t.retry FROM docket.tasks t"
+    " WHERE t.run_id = r.run_id LIMIT 1) t ON true,"
     " LATERAL (SELECT coalesce(t.retry, '{\"kind\": \"exponential\", \"base_ms\": 1000,"
     " \"factor\": 2, \"max_ms\": 300000, \"jitter\": 0}'::jsonb) AS retry) p"
     " WHERE r.run_id = $1 FOR UPDATE OF r",

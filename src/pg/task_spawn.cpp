@@ -82,10 +82,15 @@ Statement tasks_insert_unkeyed{DOCKET_TASKS_INSERT, 11, DOCKET_TASKS_INSERT_TYPE
 #undef DOCKET_TASKS_INSERT_TYPES
 
 // The tasks that already hold some of the keys: $1 tenant key, $2 queue, $3 keys.
+// One probe of tasks_idempotency per key and of runs_pkey per task found
+// (pg/planning.hpp): as `idempotency_key = ANY($3)`, a plan made while tasks
+// looked empty read every key of the queue as a filter.
 Statement existing_lookup{
-    "SELECT t.idempotency_key, t.run_id, (r.document ->> 'attempt')::int FROM docket.tasks t"
-    " JOIN docket.runs r ON r.run_id = t.run_id"
-    " WHERE t.tenant_key = $1 AND t.queue = $2 AND t.idempotency_key = ANY($3)",
+    "SELECT t.idempotency_key, t.run_id, r.attempt FROM unnest($3) AS k (key)"
+    " CROSS JOIN LATERAL (SELECT t.idempotency_key, t.run_id FROM docket.tasks t"
+    " WHERE t.tenant_key = $1 AND t.queue = $2 AND t.idempotency_key = k.key LIMIT 1) t"
+    " CROSS JOIN LATERAL (SELECT (r.document ->> 'attempt')::int AS attempt FROM docket.runs r"
+    " WHERE r.run_id = t.run_id LIMIT 1) r",
     3,
     {TEXTOID, TEXTOID, TEXTARRAYOID},
     nullptr};

@@ -32,6 +32,9 @@ namespace {
 // fresh items are inserted (the others would conflict). (Should a fresh step
 // be stored by another call of the same claim between the look and the
 // insert, its number goes unused: the history skips it.)
+// Whether a step is stored is a correlated probe (pg/planning.hpp), not NOT
+// EXISTS: as an anti-join, a plan made while task_steps looked empty read the
+// whole table per call.
 // Progress resets the poison counter, as a commit does: a held run with an
 // item whose step is not stored yet (fresh: the insert stores it) gets
 // claim_attempts = 0 in the same fenced UPDATE, so a task that keeps storing
@@ -40,8 +43,8 @@ namespace {
 #define DOCKET_STEPS_REFRESH                                                             \
   "WITH items AS (SELECT * FROM unnest($1, $2, $3, $4) WITH ORDINALITY"                  \
   " AS i (run_id, token, step_name, value, ord)),"                                       \
-  " fresh AS (SELECT i.* FROM items i WHERE NOT EXISTS (SELECT 1"                        \
-  " FROM docket.task_steps s WHERE s.run_id = i.run_id AND s.step_name = i.step_name))," \
+  " fresh AS (SELECT i.* FROM items i WHERE (SELECT true FROM docket.task_steps s"       \
+  " WHERE s.run_id = i.run_id AND s.step_name = i.step_name) IS NULL),"                  \
   " fresh_count AS MATERIALIZED (SELECT array_agg(coalesce(g.n, 0) ORDER BY d.ord) AS n" \
   " FROM unnest($6, $7) WITH ORDINALITY AS d (run_id, token, ord)"                       \
   " LEFT JOIN (SELECT f.run_id, f.token, count(*) AS n FROM fresh f GROUP BY 1, 2) g"    \
@@ -91,10 +94,11 @@ Statement steps_one_statement{DOCKET_STEPS_REFRESH " WHERE r.run_id = ANY($6)" D
 
 // The values of kept steps ($1 run ids, $2 step names), read after the
 // statement, so a step another transaction committed meanwhile (its insert
-// made ours do nothing) is found too.
+// made ours do nothing) is found too. One probe per step (pg/planning.hpp).
 Statement kept_values_statement{
     "SELECT k.run_id, k.step_name, s.value FROM unnest($1, $2) AS k (run_id, step_name)"
-    " JOIN docket.task_steps s ON s.run_id = k.run_id AND s.step_name = k.step_name",
+    " CROSS JOIN LATERAL (SELECT s.value FROM docket.task_steps s"
+    " WHERE s.run_id = k.run_id AND s.step_name = k.step_name LIMIT 1) s",
     2,
     {TEXTARRAYOID, TEXTARRAYOID},
     nullptr};

@@ -1,22 +1,26 @@
 -- Plans made while docket's tables look empty (pg/planning.hpp): a backend
 -- keeps each statement's plan from its first execution, so a pool started on
 -- an empty database, or after an ANALYZE of empty tables, must not keep plans
--- that read docket.runs, docket.tasks or docket.task_steps sequentially (each
--- call would then read whole tables as they grow). Here every table is emptied
--- and analyzed inside the test's transaction, so its statistics say empty when
--- this backend plans; then the worker path runs on more rows than those
--- statistics promise, and no statement may have scanned those tables
--- sequentially (pg_stat_xact_user_tables counts this transaction's scans).
+-- that read whole tables per call, sequentially or through an index. Here every
+-- table is truncated and analyzed inside the test's transaction, so the
+-- statistics say empty when this backend plans; the worker path then runs in
+-- bulk (5,000 tasks, steps and runs the statistics do not know of), and then
+-- in small calls, which may read only a few index entries each: any plan that
+-- reads a whole table once shows as 5,000 entries. pg_stat_xact_user_tables
+-- and _indexes count this transaction's reads.
 BEGIN;
-SELECT plan(9);
+SELECT plan(13);
 
 SET LOCAL docket.fake_now = '2040-01-01 00:00:00+00';
-DELETE FROM docket.task_waits;
-DELETE FROM docket.runs;  -- with their heads, task rows, steps and events (runs_deleted)
+-- As a fresh database: empty tables and indexes of no pages (what other files
+-- left is truncated, and restored by the rollback), analyzed.
+TRUNCATE docket.runs, docket.run_heads, docket.run_events, docket.tasks, docket.task_steps,
+  docket.task_waits;
 ANALYZE docket.runs, docket.run_heads, docket.run_events, docket.tasks, docket.task_steps,
   docket.task_waits;
-SELECT is((SELECT reltuples FROM pg_class WHERE oid = 'docket.runs'::regclass), 0::real,
-  'fixture: the statistics say docket.runs is empty');
+SELECT is((SELECT reltuples FROM pg_class WHERE oid = 'docket.task_steps'::regclass), 0::real,
+  'fixture: the statistics say docket.task_steps is empty');
+SELECT docket.save_graph('g', 'h1', '{"nodes": []}');
 
 CREATE TEMP TABLE seq0 AS
   SELECT relname, seq_scan FROM pg_stat_xact_user_tables WHERE schemaname = 'docket';
@@ -26,46 +30,70 @@ CREATE FUNCTION pg_temp.new_seq_scans() RETURNS text LANGUAGE sql AS $$
     FROM pg_stat_xact_user_tables s LEFT JOIN seq0 z USING (relname)
    WHERE s.schemaname = 'docket' AND s.seq_scan > coalesce(z.seq_scan, 0)
      AND s.relname IN ('runs', 'tasks', 'task_steps', 'run_events', 'run_heads') $$;
+-- This transaction's index entries read, per index of docket's tables.
+CREATE FUNCTION pg_temp.index_reads() RETURNS TABLE (index_name text, entries bigint) LANGUAGE sql AS $$
+  SELECT i.indexrelid::regclass::text, pg_stat_get_xact_tuples_returned(i.indexrelid)
+    FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid
+   WHERE c.relnamespace = 'docket'::regnamespace $$;
+CREATE TEMP TABLE reads0 (index_name text, entries bigint);
+CREATE FUNCTION pg_temp.mark_reads() RETURNS void LANGUAGE sql AS $$
+  DELETE FROM reads0;
+  INSERT INTO reads0 SELECT * FROM pg_temp.index_reads() $$;
+-- Index entries read since mark_reads, per index (those with more than `over`).
+CREATE FUNCTION pg_temp.reads_over(over bigint) RETURNS text LANGUAGE sql AS $$
+  SELECT coalesce(string_agg(s.index_name || ' ' || (s.entries - coalesce(z.entries, 0)), ', '
+                             ORDER BY s.index_name), '')
+    FROM pg_temp.index_reads() s LEFT JOIN reads0 z USING (index_name)
+   WHERE s.entries - coalesce(z.entries, 0) > over $$;
 
--- The task path: spawn, claim, steps, completion, failure, heartbeat.
-SELECT count(*) FROM docket.spawn_tasks('job', ARRAY(SELECT '{}'::jsonb FROM generate_series(1, 300)), 'pq');
-CREATE TEMP TABLE held AS SELECT run_id, claim_token FROM docket.claim_tasks('pq', 200, 60000);
-SELECT is((SELECT count(*)::int FROM held), 200, 'claim_tasks leased 200 tasks');
+-- In bulk: these calls make the plans (the statistics say empty) and fill the tables.
+SELECT count(*) FROM docket.spawn_tasks('job', ARRAY(SELECT '{}'::jsonb FROM generate_series(1, 5000)), 'pq');
+CREATE TEMP TABLE held AS SELECT run_id, claim_token FROM docket.claim_tasks('pq', 5000, 600000);
 SELECT is((SELECT count(*)::int FROM docket.complete_steps(
              ARRAY(SELECT run_id FROM held ORDER BY run_id),
              ARRAY(SELECT claim_token FROM held ORDER BY run_id),
              ARRAY(SELECT 'a' FROM held), ARRAY(SELECT '1'::jsonb FROM held))
-           WHERE outcome = 'stored'), 200, 'complete_steps stored a step of each');
-SELECT is((SELECT count(*)::int FROM docket.complete_steps(
-             ARRAY(SELECT run_id FROM held ORDER BY run_id),
-             ARRAY(SELECT claim_token FROM held ORDER BY run_id),
-             ARRAY(SELECT 'a' FROM held), ARRAY(SELECT '2'::jsonb FROM held))
-           WHERE outcome = 'kept'), 200, 'and kept them when stored again');
-SELECT is((SELECT count(*)::int FROM held h,
-             LATERAL docket.heartbeat(h.run_id, h.claim_token, 60000)), 200, 'heartbeat of each');
-SELECT is((SELECT count(*)::int FROM docket.complete_tasks(
-             ARRAY(SELECT run_id FROM held ORDER BY run_id LIMIT 150),
-             ARRAY(SELECT claim_token FROM held ORDER BY run_id LIMIT 150),
-             ARRAY(SELECT 'null'::jsonb FROM generate_series(1, 150)))
-           WHERE outcome = 'completed'), 150, 'complete_tasks completed 150');
-SELECT is((SELECT count(*)::int FROM (SELECT run_id, claim_token FROM held ORDER BY run_id OFFSET 150) h,
-             LATERAL docket.fail_task(h.run_id, h.claim_token, '"e"')), 50, 'fail_task of the rest');
-
--- The run store: claim_due and commit.
-SELECT docket.save_graph('g', 'h1', '{"nodes": []}');
+           WHERE outcome = 'stored'), 5000, 'complete_steps stored a step of each of 5,000 tasks');
 SELECT count(docket.insert_run('tenantless',
          jsonb_build_object('id', 'pr' || g, 'graph_id', 'g', 'graph_hash', 'h1', 'status', 'running',
                             'checkpoint_seq', 1, 'started_at', '2040-01-01T00:00:00Z'),
          'run_initialized', '2039-12-31 23:00:00+00', 'prq'))
-  FROM generate_series(1, 100) g;
+  FROM generate_series(1, 5000) g;
+SELECT count(*) FROM docket.spawn_tasks('job', ARRAY(SELECT '{}'::jsonb FROM generate_series(1, 20)), 'pq2',
+  options => (SELECT jsonb_agg(jsonb_build_object('idempotency_key', 'k' || g)) FROM generate_series(1, 20) g));
+
+-- In small calls.
+SELECT pg_temp.mark_reads();
+CREATE TEMP TABLE few AS SELECT run_id, claim_token FROM held ORDER BY run_id LIMIT 20;
+SELECT is((SELECT count(*)::int FROM few f, LATERAL docket.complete_steps(ARRAY[f.run_id], ARRAY[f.claim_token],
+             '{b}', '{2}') s WHERE s.outcome = 'stored'), 20, 'complete_steps, one step per call: stored');
+SELECT is((SELECT count(*)::int FROM few f, LATERAL docket.complete_steps(ARRAY[f.run_id], ARRAY[f.claim_token],
+             '{a}', '{3}') s WHERE s.outcome = 'kept'), 20, 'one step per call: kept');
+SELECT is((SELECT count(*)::int FROM few f, LATERAL docket.step_states(f.run_id, f.claim_token)), 40,
+  'step_states of each');
+SELECT is((SELECT count(*)::int FROM few f, LATERAL docket.heartbeat(f.run_id, f.claim_token, 60000)), 20,
+  'heartbeat of each');
+SELECT is((SELECT count(*)::int FROM (SELECT * FROM few LIMIT 10) f,
+             LATERAL docket.complete_tasks(ARRAY[f.run_id], ARRAY[f.claim_token], '{null}') c
+            WHERE c.outcome = 'completed'), 10, 'complete_tasks, one task per call');
+SELECT is((SELECT count(*)::int FROM (SELECT * FROM few OFFSET 10) f,
+             LATERAL docket.fail_task(f.run_id, f.claim_token, '"e"')), 10, 'fail_task of the other ten');
+SELECT is((SELECT count(*)::int FROM generate_series(1, 20) g,
+             LATERAL docket.claim_tasks('pq2', 1 + 0 * g, 60000) c), 20, 'claim_tasks, one task per call');
+SELECT is((SELECT count(*)::int FROM generate_series(1, 20) g,
+             LATERAL docket.spawn_task('job', '{}', 'pq2', options => jsonb_build_object('idempotency_key', 'k' || g)) s
+            WHERE NOT s.created), 20, 'spawn_task with a taken idempotency key, one per call');
 SELECT is((SELECT count(docket.commit('tenantless',
                     jsonb_build_object('id', c.run_id, 'graph_id', 'g', 'graph_hash', 'h1',
                                        'status', 'completed', 'checkpoint_seq', c.checkpoint_seq + 1,
                                        'started_at', '2040-01-01T00:00:00Z'),
                     c.checkpoint_seq, c.claim_token, 'run_completed', 'terminal'))::int
-             FROM docket.claim_due(claim_limit => 100, queue => 'prq') c WHERE c.outcome = 'lease'),
-  100, 'claim_due leased and commit completed 100 runs');
+             FROM generate_series(1, 20) g, LATERAL docket.claim_due(claim_limit => 1 + 0 * g, queue => 'prq') c
+            WHERE c.outcome = 'lease'),
+  20, 'claim_due and commit, one run per call');
 
+SELECT is(pg_temp.reads_over(1000), '',
+  'the small calls read at most 1,000 entries of any index (a whole table is 5,000)');
 SELECT is(pg_temp.new_seq_scans(), '',
   'no statement read docket.runs, tasks, task_steps, run_events or run_heads sequentially');
 

@@ -227,8 +227,8 @@ SELECT is(pg_temp.seqscans($$EXECUTE tap_complete_one('{r20001}', ARRAY[gen_rand
 PREPARE tap_steps_batch(text[], uuid[], text[], jsonb[], timestamptz, text[], uuid[]) AS
   WITH items AS (SELECT * FROM unnest($1, $2, $3, $4) WITH ORDINALITY AS i (run_id, token, step_name, value, ord)),
        fresh AS (SELECT i.run_id, i.token FROM items i
-                  WHERE NOT EXISTS (SELECT 1 FROM docket.task_steps s
-                                     WHERE s.run_id = i.run_id AND s.step_name = i.step_name)),
+                  WHERE (SELECT true FROM docket.task_steps s
+                          WHERE s.run_id = i.run_id AND s.step_name = i.step_name) IS NULL),
        held AS (UPDATE docket.runs r SET claimed_at = greatest(r.claimed_at, $5),
                   claim_attempts = CASE WHEN (r.run_id, r.claim_token) IN (SELECT f.run_id, f.token FROM fresh f)
                                         THEN 0 ELSE r.claim_attempts END
