@@ -17,20 +17,23 @@ namespace {
 planner_hook_type previous_planner = nullptr;
 int depth = 0;  // live IndexPlanning objects
 
+// The planner this hook wraps: another extension's hook, or PostgreSQL's own.
+PlannedStmt* next_planner(Query* parse, const char* query_string, int cursor_options,
+                          ParamListInfo bound_params) {
+  return previous_planner != nullptr
+             ? previous_planner(parse, query_string, cursor_options, bound_params)
+             : standard_planner(parse, query_string, cursor_options, bound_params);
+}
+
 PlannedStmt* plan(Query* parse, const char* query_string, int cursor_options,
                   ParamListInfo bound_params) {
-  if (depth == 0)
-    return previous_planner != nullptr
-               ? previous_planner(parse, query_string, cursor_options, bound_params)
-               : standard_planner(parse, query_string, cursor_options, bound_params);
+  if (depth == 0) return next_planner(parse, query_string, cursor_options, bound_params);
   const int level = NewGUCNestLevel();
   (void)set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
                           true, 0, false);
   (void)set_config_option("enable_bitmapscan", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
                           true, 0, false);
-  PlannedStmt* result = previous_planner != nullptr
-                            ? previous_planner(parse, query_string, cursor_options, bound_params)
-                            : standard_planner(parse, query_string, cursor_options, bound_params);
+  PlannedStmt* result = next_planner(parse, query_string, cursor_options, bound_params);
   AtEOXact_GUC(true, level);
   return result;
 }
