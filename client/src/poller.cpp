@@ -246,10 +246,11 @@ int Poller::claim(pqxx::connection& connection, int reserved) {
   const Clock::time_point claimed_at = started;  // the lease began no earlier
   const int got = static_cast<int>(tasks.size());
   pool_->unreserve_slots(reserved - got);
-  for (sql::ClaimedTask& task : tasks) {
-    pool_->counters.claimed.fetch_add(1);
-    pool_->local.push(QueuedClaim{std::move(task), claimed_at});
-  }
+  std::vector<QueuedClaim> queued;
+  queued.reserve(tasks.size());
+  for (sql::ClaimedTask& task : tasks) queued.push_back(QueuedClaim{std::move(task), claimed_at});
+  pool_->counters.claimed.fetch_add(static_cast<std::uint64_t>(got));
+  pool_->local.push_all(std::move(queued));
   return got;
 }
 

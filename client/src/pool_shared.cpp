@@ -140,6 +140,20 @@ void LocalQueue::push(QueuedClaim claim) {
   ready_.notify_one();
 }
 
+void LocalQueue::push_all(std::vector<QueuedClaim> claims) {
+  if (claims.empty()) return;
+  const std::size_t n = claims.size();
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    for (QueuedClaim& claim : claims) claims_.push_back(std::move(claim));
+    count_.store(claims_.size());
+  }
+  if (n == 1)
+    ready_.notify_one();
+  else
+    ready_.notify_all();
+}
+
 std::optional<QueuedClaim> LocalQueue::pop() {
   std::unique_lock<std::mutex> lock(mutex_);
   ready_.wait(lock, [&] { return closed_ || !claims_.empty(); });

@@ -167,6 +167,9 @@ struct QueuedClaim {
 class LocalQueue {
  public:
   void push(QueuedClaim claim);
+  // Queues a claim batch under one lock and wakes the runners once: one
+  // notify per claim would wake (and put back to sleep) a runner per task.
+  void push_all(std::vector<QueuedClaim> claims);
   // Blocks until a claim is queued (returns it) or the queue is closed (nullopt).
   std::optional<QueuedClaim> pop();
   // Removes the claims made at or before `cutoff` (held too long: released).

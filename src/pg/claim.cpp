@@ -1,6 +1,7 @@
 // claim_due: one atomic scan that turns due and expired runs into leases or
 // poison. The core decides which candidates and what happens to each; this
 // file only fetches candidates, applies the decisions and returns the rows.
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -117,15 +118,20 @@ Statement candidates_queue_bound_statement{
 // Both updates touch only rows this transaction has just locked, by primary
 // key: never `UPDATE ... FROM cte`, whose generic plan can turn into a join
 // over the whole table. Both return the same columns (see Returned).
-#define DOCKET_LEASE_SET                                                     \
-  "UPDATE docket.runs SET claim_token = gen_random_uuid(), claimed_at = $2," \
+// Each leased run's token is $4's element at its id's place in $1
+// (fresh_tokens: drawn in one call, where gen_random_uuid() per row cost
+// about a fifth of the update).
+#define DOCKET_LEASE_SET                                                                        \
+  "UPDATE docket.runs SET claim_token = $4[array_position($1, run_id)], claimed_at = $2,"      \
   " claim_started_at = $2, wake_at = NULL, claim_attempts = claim_attempts + 1, lease_ms = $3"
 #define DOCKET_LEASE_RETURNING                                                       \
   " WHERE run_id = ANY($1)"                                                          \
   " RETURNING run_id, tenant_id, graph_id, graph_hash, checkpoint_seq, claim_token," \
   " claimed_at, claim_attempts, poisoned_at, poison_reason, queue"
-Statement lease_statement{
-    DOCKET_LEASE_SET DOCKET_LEASE_RETURNING, 3, {TEXTARRAYOID, TIMESTAMPTZOID, INT8OID}, nullptr};
+Statement lease_statement{DOCKET_LEASE_SET DOCKET_LEASE_RETURNING,
+                          4,
+                          {TEXTARRAYOID, TIMESTAMPTZOID, INT8OID, UUIDARRAYOID},
+                          nullptr};
 
 // The same for claim_tasks: also the task's attempt and wake reason, which
 // its document carries, so the task layer need not read the run again; and
@@ -151,8 +157,8 @@ Statement lease_task_statement{
     " UNION ALL SELECT run_id, event_seq, 'claimed', jsonb_build_object('attempt', attempt), $2"
     " FROM leased WHERE graph_hash = 'task')"
     " SELECT * FROM leased",
-    3,
-    {TEXTARRAYOID, TIMESTAMPTZOID, INT8OID},
+    4,
+    {TEXTARRAYOID, TIMESTAMPTZOID, INT8OID, UUIDARRAYOID},
     nullptr};
 #undef DOCKET_LEASE_SET
 #undef DOCKET_LEASE_RETURNING
@@ -255,6 +261,23 @@ HistoryEvent poisoned_event(const ClaimRow& row, std::int64_t last_seq) {
           json_object({{"reason", json_string("max_claim_attempts_exceeded")}})};
 }
 
+// `n` claim tokens: random (version 4) UUIDs from one draw of the strong
+// random source.
+Datum fresh_tokens(int n) {
+  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(n) * UUID_LEN);
+  if (!call([&] { return pg_strong_random(bytes.data(), bytes.size()); }))
+    throw std::runtime_error("claim: could not generate claim tokens");
+  std::vector<Datum> tokens(n);
+  for (int i = 0; i < n; ++i) {
+    std::uint8_t* token = bytes.data() + static_cast<std::size_t>(i) * UUID_LEN;
+    token[6] = static_cast<std::uint8_t>((token[6] & 0x0fu) | 0x40u);  // version 4
+    token[8] = static_cast<std::uint8_t>((token[8] & 0x3fu) | 0x80u);  // RFC 4122 variant
+    tokens[i] = PointerGetDatum(token);
+  }
+  bool* no_nulls = nullptr;
+  return make_array(tokens.data(), no_nulls, n, UUIDOID);
+}
+
 // Applies one update to `ids` and files each returned row at its place in
 // the output (`position` maps run_id to it), copied out of SPI memory, and
 // adds the history events of the tasks it poisoned (a task lease records its
@@ -265,9 +288,11 @@ void apply(Statement& statement, const std::vector<std::string>& ids, Micros now
            const std::unordered_map<std::string, std::size_t>& position,
            std::vector<ClaimRow>& output, std::vector<HistoryEvent>& history) {
   if (ids.empty()) return;
-  const Datum values[3] = {text_array(ids), TimestampTzGetDatum(now),
-                           Int64GetDatum(lease_ms.value_or(0))};
-  const char nulls[4] = {' ', ' ', lease_ms ? ' ' : 'n', '\0'};
+  const bool lease = &statement != &poison_statement;
+  const Datum values[4] = {text_array(ids), TimestampTzGetDatum(now),
+                           Int64GetDatum(lease_ms.value_or(0)),
+                           lease ? fresh_tokens(static_cast<int>(ids.size())) : Datum(0)};
+  const char nulls[5] = {' ', ' ', lease_ms ? ' ' : 'n', ' ', '\0'};
   // Generic: in the default mode a custom plan (the array's length known)
   // costs less than the generic one for a small batch, so every claim was
   // planned anew; the generic plan is the same primary-key scan.
@@ -284,7 +309,7 @@ void apply(Statement& statement, const std::vector<std::string>& ids, Micros now
       out.nulls[to] = null;
       out.values[to] = null ? Datum(0) : spi_transfer(value, by_value, length);
     };
-    out.leased = &statement != &poison_statement;
+    out.leased = lease;
     out.values[c_outcome] = outcome;
     out.nulls[c_outcome] = false;
     copy(c_run_id, r_run_id, false, -1);
