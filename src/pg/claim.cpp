@@ -121,8 +121,8 @@ Statement candidates_queue_bound_statement{
 // Each leased run's token is $4's element at its id's place in $1
 // (fresh_tokens: drawn in one call, where gen_random_uuid() per row cost
 // about a fifth of the update).
-#define DOCKET_LEASE_SET                                                                        \
-  "UPDATE docket.runs SET claim_token = $4[array_position($1, run_id)], claimed_at = $2,"      \
+#define DOCKET_LEASE_SET                                                                  \
+  "UPDATE docket.runs SET claim_token = $4[array_position($1, run_id)], claimed_at = $2," \
   " claim_started_at = $2, wake_at = NULL, claim_attempts = claim_attempts + 1, lease_ms = $3"
 #define DOCKET_LEASE_RETURNING                                                       \
   " WHERE run_id = ANY($1)"                                                          \

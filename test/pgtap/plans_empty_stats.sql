@@ -9,7 +9,7 @@
 -- reads a whole table once shows as 5,000 entries. pg_stat_xact_user_tables
 -- and _indexes count this transaction's reads.
 BEGIN;
-SELECT plan(13);
+SELECT plan(17);
 
 SET LOCAL docket.fake_now = '2040-01-01 00:00:00+00';
 -- As a fresh database: empty tables and indexes of no pages (what other files
@@ -47,6 +47,10 @@ CREATE FUNCTION pg_temp.reads_over(over bigint) RETURNS text LANGUAGE sql AS $$
    WHERE s.entries - coalesce(z.entries, 0) > over $$;
 
 -- In bulk: these calls make the plans (the statistics say empty) and fill the tables.
+-- First claims while there is nothing at all to claim (an idle pool's first polls).
+SELECT is((SELECT count(*)::int FROM docket.claim_tasks('pq2', 1, 60000)), 0, 'claim_tasks planned on empty tables');
+SELECT is((SELECT count(*)::int FROM docket.claim_due(claim_limit => 1, queue => 'prq')), 0,
+  'claim_due with a queue planned on empty tables');
 SELECT count(*) FROM docket.spawn_tasks('job', ARRAY(SELECT '{}'::jsonb FROM generate_series(1, 5000)), 'pq');
 CREATE TEMP TABLE held AS SELECT run_id, claim_token FROM docket.claim_tasks('pq', 5000, 600000);
 SELECT is((SELECT count(*)::int FROM docket.complete_steps(
@@ -59,6 +63,21 @@ SELECT count(docket.insert_run('tenantless',
                             'checkpoint_seq', 1, 'started_at', '2040-01-01T00:00:00Z'),
          'run_initialized', '2039-12-31 23:00:00+00', 'prq'))
   FROM generate_series(1, 5000) g;
+-- A task finishes while docket.task_waits is still empty (a pool's first
+-- completion: its plan is kept); then 5,000 parents come to await a child
+-- each (child waits: every finishing task looks its parents up among them).
+SELECT is((SELECT count(*)::int FROM (SELECT * FROM held ORDER BY run_id DESC LIMIT 1) f,
+             LATERAL docket.complete_tasks(ARRAY[f.run_id], ARRAY[f.claim_token], '{null}') c
+            WHERE c.outcome = 'completed'), 1, 'complete_tasks planned while no task waits');
+SELECT count(*) FROM docket.spawn_tasks('job', ARRAY(SELECT '{}'::jsonb FROM generate_series(1, 5000)), 'pw');
+CREATE TEMP TABLE children AS
+  SELECT run_id, row_number() OVER (ORDER BY run_id) AS n
+    FROM docket.spawn_tasks('job', ARRAY(SELECT '{}'::jsonb FROM generate_series(1, 5000)), 'pc');
+SELECT is((SELECT count(*)::int FROM (SELECT p.run_id, p.claim_token, row_number() OVER (ORDER BY p.run_id) AS n
+                                        FROM docket.claim_tasks('pw', 5000, 600000) p) p
+             JOIN children c USING (n),
+             LATERAL docket.await_task(p.run_id, p.claim_token, 'join', c.run_id) w
+            WHERE w.status = 'suspended'), 5000, 'fixture: 5,000 parents await a child each');
 SELECT count(*) FROM docket.spawn_tasks('job', ARRAY(SELECT '{}'::jsonb FROM generate_series(1, 20)), 'pq2',
   options => (SELECT jsonb_agg(jsonb_build_object('idempotency_key', 'k' || g)) FROM generate_series(1, 20) g));
 

@@ -113,7 +113,7 @@ SELECT is(pg_temp.index_cond($$EXECUTE tap_idem('t2', 'q2', 'key-2')$$, 'tasks_i
 SELECT is(pg_temp.seqscans($$EXECUTE tap_idem('t2', 'q2', 'key-2')$$), '', 'no sequential scan');
 
 -------------------------------------------------------------------------------
--- emit_event / _task_wake_parents: waiters by (kind, tenant_key, target)
+-- emit_event / _task_wake_parents: event waiters by (tenant_key, target)
 -------------------------------------------------------------------------------
 PREPARE tap_waiters(text, text) AS
   DELETE FROM docket.task_waits tw
@@ -124,11 +124,11 @@ SELECT is(pg_temp.indexes($$DELETE FROM docket.task_waits tw
                              WHERE tw.kind = 'event' AND tw.tenant_key = 't2' AND tw.target = 'event-2'
                                AND NOT EXISTS (SELECT 1 FROM docket.runs x WHERE x.run_id = tw.run_id AND x.claim_token IS NOT NULL)
                             RETURNING tw.run_id, tw.step_name$$),
-  'runs_pkey,task_waits_target', 'event waiters (custom plan): task_waits_target, then runs by primary key');
-SELECT is(pg_temp.indexes($$EXECUTE tap_waiters('t2', 'event-2')$$), 'runs_pkey,task_waits_target',
+  'runs_pkey,task_waits_event', 'event waiters (custom plan): task_waits_event, then runs by primary key');
+SELECT is(pg_temp.indexes($$EXECUTE tap_waiters('t2', 'event-2')$$), 'runs_pkey,task_waits_event',
   'event waiters (generic plan): the same');
-SELECT is(pg_temp.index_cond($$EXECUTE tap_waiters('t2', 'event-2')$$, 'task_waits_target'),
-  '((kind = ''event''::text) AND (tenant_key = $1) AND (target = $2))', 'on all three columns');
+SELECT is(pg_temp.index_cond($$EXECUTE tap_waiters('t2', 'event-2')$$, 'task_waits_event'),
+  '((tenant_key = $1) AND (target = $2))', 'on both columns');
 SELECT is(pg_temp.seqscans($$EXECUTE tap_waiters('t2', 'event-2')$$), '', 'no sequential scan');
 
 -------------------------------------------------------------------------------

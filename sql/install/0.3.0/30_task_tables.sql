@@ -73,9 +73,13 @@ CREATE TABLE docket.task_waits (
   timeout_at timestamptz,
   PRIMARY KEY (run_id, step_name)
 );
-CREATE INDEX task_waits_target ON docket.task_waits (kind, tenant_key, target);
--- A finishing task's parents are looked up by the child's run id alone, so a
--- batch of finished tasks is one index scan.
+-- One index per kind of wait, their predicates disjoint, so a lookup of one
+-- kind can use only its own index, whatever the statistics say: an emitted
+-- event's waiters by (tenant, event name); a finishing task's parents by the
+-- child's run id alone (a batch of finished tasks is one index scan). (One
+-- index on (kind, tenant_key, target) let a plan made while the table was
+-- empty look parents up by kind alone, reading every child wait per call.)
+CREATE INDEX task_waits_event ON docket.task_waits (tenant_key, target) WHERE kind = 'event';
 CREATE INDEX task_waits_child ON docket.task_waits (target) WHERE kind = 'child';
 COMMENT ON TABLE docket.task_waits IS 'tasks suspended on an event or a child task';
 
