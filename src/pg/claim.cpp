@@ -47,13 +47,15 @@ namespace {
 // (lease_ms, set by claim_tasks) is also checked on the row: it is expired only
 // once its lease has passed too (core/claim.hpp), whatever the TTL ($3).
 Statement candidates_statement{
-    "SELECT false, run_id, wake_at, claim_attempts, NULL::bigint FROM (SELECT run_id, wake_at,"
-    " claim_attempts"
+    "SELECT false, run_id, wake_at, claim_attempts, NULL::bigint, claimed_seq, claimed_attempt,"
+    " claim_started_at FROM (SELECT run_id, wake_at, claim_attempts, claimed_seq, claimed_attempt,"
+    " claim_started_at"
     " FROM docket.runs WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL"
     " AND wake_at IS NOT NULL AND wake_at <= $1"
     " ORDER BY wake_at, run_id COLLATE \"C\" LIMIT $2 FOR UPDATE SKIP LOCKED) AS ready"
-    " UNION ALL SELECT true, run_id, claimed_at, claim_attempts, lease_ms FROM (SELECT run_id,"
-    " claimed_at, claim_attempts, lease_ms FROM docket.runs WHERE status = 'running'"
+    " UNION ALL SELECT true, run_id, claimed_at, claim_attempts, lease_ms, claimed_seq,"
+    " claimed_attempt, claim_started_at FROM (SELECT run_id, claimed_at, claim_attempts, lease_ms,"
+    " claimed_seq, claimed_attempt, claim_started_at FROM docket.runs WHERE status = 'running'"
     " AND poisoned_at IS NULL AND claim_token IS NOT NULL AND claim_started_at < $3"
     " AND claimed_at < $3 AND (lease_ms IS NULL"
     " OR claimed_at + lease_ms * interval '1 millisecond' < $1)"
@@ -63,13 +65,15 @@ Statement candidates_statement{
     nullptr};
 
 Statement candidates_queue_statement{
-    "SELECT false, run_id, wake_at, claim_attempts, NULL::bigint FROM (SELECT run_id, wake_at,"
-    " claim_attempts"
+    "SELECT false, run_id, wake_at, claim_attempts, NULL::bigint, claimed_seq, claimed_attempt,"
+    " claim_started_at FROM (SELECT run_id, wake_at, claim_attempts, claimed_seq, claimed_attempt,"
+    " claim_started_at"
     " FROM docket.runs WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL"
     " AND wake_at IS NOT NULL AND queue = ANY(ARRAY[$4]) AND wake_at <= $1"
     " ORDER BY queue, wake_at, run_id COLLATE \"C\" LIMIT $2 FOR UPDATE SKIP LOCKED) AS ready"
-    " UNION ALL SELECT true, run_id, claimed_at, claim_attempts, lease_ms FROM (SELECT run_id,"
-    " claimed_at, claim_attempts, lease_ms FROM docket.runs WHERE status = 'running'"
+    " UNION ALL SELECT true, run_id, claimed_at, claim_attempts, lease_ms, claimed_seq,"
+    " claimed_attempt, claim_started_at FROM (SELECT run_id, claimed_at, claim_attempts, lease_ms,"
+    " claimed_seq, claimed_attempt, claim_started_at FROM docket.runs WHERE status = 'running'"
     " AND poisoned_at IS NULL AND claim_token IS NOT NULL AND claim_started_at < $3"
     " AND claimed_at < $3 AND queue = $4 AND (lease_ms IS NULL"
     " OR claimed_at + lease_ms * interval '1 millisecond' < $1)"
@@ -83,13 +87,15 @@ Statement candidates_queue_statement{
 // the tenants, text[]), checked on the row under the same index paths, so
 // another tenant's run is never locked, leased or poisoned.
 Statement candidates_bound_statement{
-    "SELECT false, run_id, wake_at, claim_attempts, NULL::bigint FROM (SELECT run_id, wake_at,"
-    " claim_attempts"
+    "SELECT false, run_id, wake_at, claim_attempts, NULL::bigint, claimed_seq, claimed_attempt,"
+    " claim_started_at FROM (SELECT run_id, wake_at, claim_attempts, claimed_seq, claimed_attempt,"
+    " claim_started_at"
     " FROM docket.runs WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL"
     " AND wake_at IS NOT NULL AND wake_at <= $1 AND tenant_id = ANY($4)"
     " ORDER BY wake_at, run_id COLLATE \"C\" LIMIT $2 FOR UPDATE SKIP LOCKED) AS ready"
-    " UNION ALL SELECT true, run_id, claimed_at, claim_attempts, lease_ms FROM (SELECT run_id,"
-    " claimed_at, claim_attempts, lease_ms FROM docket.runs WHERE status = 'running'"
+    " UNION ALL SELECT true, run_id, claimed_at, claim_attempts, lease_ms, claimed_seq,"
+    " claimed_attempt, claim_started_at FROM (SELECT run_id, claimed_at, claim_attempts, lease_ms,"
+    " claimed_seq, claimed_attempt, claim_started_at FROM docket.runs WHERE status = 'running'"
     " AND poisoned_at IS NULL AND claim_token IS NOT NULL AND claim_started_at < $3"
     " AND claimed_at < $3 AND (lease_ms IS NULL"
     " OR claimed_at + lease_ms * interval '1 millisecond' < $1) AND tenant_id = ANY($4)"
@@ -99,14 +105,16 @@ Statement candidates_bound_statement{
     nullptr};
 
 Statement candidates_queue_bound_statement{
-    "SELECT false, run_id, wake_at, claim_attempts, NULL::bigint FROM (SELECT run_id, wake_at,"
-    " claim_attempts"
+    "SELECT false, run_id, wake_at, claim_attempts, NULL::bigint, claimed_seq, claimed_attempt,"
+    " claim_started_at FROM (SELECT run_id, wake_at, claim_attempts, claimed_seq, claimed_attempt,"
+    " claim_started_at"
     " FROM docket.runs WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL"
     " AND wake_at IS NOT NULL AND queue = ANY(ARRAY[$4]) AND wake_at <= $1"
     " AND tenant_id = ANY($5)"
     " ORDER BY queue, wake_at, run_id COLLATE \"C\" LIMIT $2 FOR UPDATE SKIP LOCKED) AS ready"
-    " UNION ALL SELECT true, run_id, claimed_at, claim_attempts, lease_ms FROM (SELECT run_id,"
-    " claimed_at, claim_attempts, lease_ms FROM docket.runs WHERE status = 'running'"
+    " UNION ALL SELECT true, run_id, claimed_at, claim_attempts, lease_ms, claimed_seq,"
+    " claimed_attempt, claim_started_at FROM (SELECT run_id, claimed_at, claim_attempts, lease_ms,"
+    " claimed_seq, claimed_attempt, claim_started_at FROM docket.runs WHERE status = 'running'"
     " AND poisoned_at IS NULL AND claim_token IS NOT NULL AND claim_started_at < $3"
     " AND claimed_at < $3 AND queue = $4 AND (lease_ms IS NULL"
     " OR claimed_at + lease_ms * interval '1 millisecond' < $1) AND tenant_id = ANY($5)"
@@ -128,7 +136,10 @@ Statement candidates_queue_bound_statement{
   " WHERE run_id = ANY($1)"                                                          \
   " RETURNING run_id, tenant_id, graph_id, graph_hash, checkpoint_seq, claim_token," \
   " claimed_at, claim_attempts, poisoned_at, poison_reason, queue"
-Statement lease_statement{DOCKET_LEASE_SET DOCKET_LEASE_RETURNING,
+// A lease by claim_due ends what a task's row said of its previous claim
+// (claimed_seq: claim_runs logs that event first).
+Statement lease_statement{DOCKET_LEASE_SET
+                          ", claimed_seq = NULL, claimed_attempt = NULL" DOCKET_LEASE_RETURNING,
                           4,
                           {TEXTARRAYOID, TIMESTAMPTZOID, INT8OID, UUIDARRAYOID},
                           nullptr};
@@ -141,8 +152,15 @@ Statement lease_statement{DOCKET_LEASE_SET DOCKET_LEASE_RETURNING,
 // woke_seq, the woke event's number, so the returned row tells whether this
 // lease woke the task (woke_seq = event_seq - 1) and a later lease of the
 // same version records no second woke.
+// The claimed event is not logged: the row states it (claimed_seq, with the
+// attempt in claimed_attempt, at claim_started_at; src/pg/events.cpp reads
+// it there) until the task's next lease, which logs it first (claim_runs).
+// (SET reads the row as it was: claimed_seq is the new event_seq.)
 Statement lease_task_statement{
     "WITH leased AS (" DOCKET_LEASE_SET
+    ", claimed_seq = CASE WHEN graph_hash = 'task' THEN event_seq"
+    " + CASE WHEN document ? 'wake_pending' THEN 2 ELSE 1 END END,"
+    " claimed_attempt = CASE WHEN graph_hash = 'task' THEN (document ->> 'attempt')::int END"
     ", event_seq = event_seq + CASE WHEN graph_hash <> 'task' THEN 0"
     " WHEN document ? 'wake_pending' THEN 2 ELSE 1 END,"
     " document = CASE WHEN graph_hash = 'task' AND document ? 'wake_pending'"
@@ -153,9 +171,7 @@ Statement lease_task_statement{
     "woke),"
     " history AS (INSERT INTO docket.run_events (run_id, seq, type, payload, recorded_at)"
     " SELECT run_id, event_seq - 1, 'woke', jsonb_build_object('reason', wake_reason), $2"
-    " FROM leased WHERE woke"
-    " UNION ALL SELECT run_id, event_seq, 'claimed', jsonb_build_object('attempt', attempt), $2"
-    " FROM leased WHERE graph_hash = 'task')"
+    " FROM leased WHERE woke)"
     " SELECT * FROM leased",
     4,
     {TEXTARRAYOID, TIMESTAMPTZOID, INT8OID, UUIDARRAYOID},
@@ -219,7 +235,16 @@ struct Candidates {
 
 // Runs the candidate scan and reads its rows; an expired candidate's eligible
 // time is its claimed_at plus the TTL or its lease, the longer.
-Candidates scan(const ClaimRequest& args) {
+// What a task's row says of its previous claim, whose claimed event the
+// row states instead of the log (lease_task_statement).
+struct PreviousClaim {
+  std::int64_t seq = 0;
+  std::int32_t attempt = 0;
+  Micros at = 0;  // claim_started_at
+};
+
+Candidates scan(const ClaimRequest& args,
+                std::unordered_map<std::string, PreviousClaim>& previous) {
   const ClaimPolicy& policy = args.policy;
   Datum values[5] = {TimestampTzGetDatum(policy.now), Int64GetDatum(policy.limit),
                      TimestampTzGetDatum(expiry_cutoff(policy)), Datum(0), Datum(0)};
@@ -249,6 +274,15 @@ Candidates scan(const ClaimRequest& args) {
       c.eligible_at = at;
     }
     c.claim_attempts = DatumGetInt32(spi_value(row, 4, &isnull));
+    const Datum claimed_seq = spi_value(row, 6, &isnull);
+    if (!isnull) {
+      PreviousClaim p;
+      p.seq = DatumGetInt64(claimed_seq);
+      const Datum attempt = spi_value(row, 7, &isnull);
+      p.attempt = isnull ? 0 : DatumGetInt32(attempt);
+      p.at = DatumGetTimestampTz(spi_value(row, 8, &isnull));
+      previous.emplace(c.run_id, p);
+    }
     (expired ? out.expired : out.ready).push_back(std::move(c));
   }
   return out;
@@ -366,7 +400,8 @@ Datum text_array(const std::vector<std::string>& texts) {
 
 std::vector<ClaimRow> claim_runs(const ClaimRequest& args, Datum lease_text, Datum poisoned_text) {
   const ClaimPolicy& policy = args.policy;
-  const Candidates candidates = scan(args);
+  std::unordered_map<std::string, PreviousClaim> previous;
+  const Candidates candidates = scan(args, previous);
   const std::vector<Candidate>& ready = candidates.ready;
   const std::vector<Candidate>& expired = candidates.expired;
   const std::vector<Pick> picks = select_candidates(ready, expired, policy);
@@ -386,6 +421,15 @@ std::vector<ClaimRow> claim_runs(const ClaimRequest& args, Datum lease_text, Dat
   std::vector<HistoryEvent> history;
   apply(args.task_facts ? lease_task_statement : lease_statement, lease_ids, policy.now, lease_text,
         policy.orphan_ttl_ms, args.lease_ms, position, output, history);
+  // A new lease ends what the row says of the run's previous claim: its
+  // claimed event goes to the log, as it was (number, attempt, time).
+  for (const std::string& id : lease_ids) {
+    const auto p = previous.find(id);
+    if (p == previous.end()) continue;
+    history.push_back({output.at(position.at(id)).values[c_run_id], p->second.seq, "claimed",
+                       json_object({{"attempt", std::to_string(p->second.attempt)}}),
+                       p->second.at});
+  }
   apply(poison_statement, poison_ids, policy.now, poisoned_text, policy.orphan_ttl_ms, std::nullopt,
         position, output, history);
   append_history(history, policy.now);

@@ -34,13 +34,15 @@ Statement insert_events{
     {TEXTOID, JSONBOID, TIMESTAMPTZOID},
     nullptr};
 
-// The log's rows, merged by number with the two events a task's run row
-// states instead of the log (sql/upgrade/0.3.0/86_history_implied.sql): its
+// The log's rows, merged by number with the events a task's run row states
+// instead of the log (sql/upgrade/0.3.0/86_history_implied.sql): its
 // spawned event, at its started_at, number 1 of a task run whose counter the
 // spawn set to 1 and which no log row numbers 1 (a run the run store inserted
 // starts at 0, and its own first append is logged as 1); each stored step's
-// step_completed event, at task_steps.seq and completed_at; and its completed
-// event, at completed_seq and completed_at. No rows when the run is
+// step_completed event, at task_steps.seq and completed_at; its completed
+// event, at completed_seq and completed_at; and its latest claim's claimed
+// event, at claimed_seq and claim_started_at, with claimed_attempt (the next
+// lease logs it: src/pg/claim.cpp). No rows when the run is
 // not visible: the scope check is a one-time EXISTS on the run's primary key
 // (a join would compare runs.run_id in the log's collation, "C", for which
 // runs has no index: sql/plans_read.sql). The log's part is cut at the page
@@ -56,7 +58,9 @@ Statement list_statement{
     " s.completed_at FROM docket.task_steps s WHERE s.run_id = $1 AND s.seq > $4"
     " ORDER BY s.seq LIMIT $5)"
     " UNION ALL SELECT r.completed_seq, 'completed', '{}'::jsonb, r.completed_at"
-    " FROM docket.runs r WHERE r.run_id = $1 AND r.completed_seq > $4) AS x"
+    " FROM docket.runs r WHERE r.run_id = $1 AND r.completed_seq > $4"
+    " UNION ALL SELECT r.claimed_seq, 'claimed', jsonb_build_object('attempt', r.claimed_attempt),"
+    " r.claim_started_at FROM docket.runs r WHERE r.run_id = $1 AND r.claimed_seq > $4) AS x"
     " WHERE EXISTS (SELECT 1 FROM docket.runs r"
     " WHERE r.run_id = $1 AND ($2 OR r.tenant_id IS NOT DISTINCT FROM $3))"
     " ORDER BY x.seq LIMIT $5",

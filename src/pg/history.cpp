@@ -1,6 +1,8 @@
 // A task's history: appending the events of task transitions to docket.run_events.
 #include "pg/history.hpp"
 
+#include <memory>
+
 #include "core/limits.hpp"
 #include "pg/datum.hpp"
 #include "pg/spi.hpp"
@@ -12,11 +14,11 @@ namespace {
 
 Statement insert_statement{
     "INSERT INTO docket.run_events (run_id, seq, type, payload, recorded_at)"
-    " SELECT e.run_id, e.seq, e.type, e.payload, $5"
-    " FROM unnest($1::text[], $2::int8[], $3::text[], $4::jsonb[]) AS e (run_id, seq, type, "
-    "payload)",
-    5,
-    {TEXTARRAYOID, INT8ARRAYOID, TEXTARRAYOID, JSONBARRAYOID, TIMESTAMPTZOID},
+    " SELECT e.run_id, e.seq, e.type, e.payload, coalesce(e.at, $5)"
+    " FROM unnest($1::text[], $2::int8[], $3::text[], $4::jsonb[], $6::timestamptz[])"
+    " AS e (run_id, seq, type, payload, at)",
+    6,
+    {TEXTARRAYOID, INT8ARRAYOID, TEXTARRAYOID, JSONBARRAYOID, TIMESTAMPTZOID, TIMESTAMPTZARRAYOID},
     nullptr};
 
 Statement advance_statement{
@@ -43,18 +45,23 @@ std::string json_timestamp(Micros t) {
 void append_history(const std::vector<HistoryEvent>& events, Micros now) {
   if (events.empty()) return;
   const int n = static_cast<int>(events.size());
-  std::vector<Datum> ids(n), seqs(n), types(n), payloads(n);
+  std::vector<Datum> ids(n), seqs(n), types(n), payloads(n), at(n);
+  std::unique_ptr<bool[]> at_null(new bool[n]);
   for (int i = 0; i < n; ++i) {
     ids[i] = events[i].run_id;
     seqs[i] = Int64GetDatum(events[i].seq);
     types[i] = text_datum(events[i].type);
     payloads[i] = events[i].payload;
+    at_null[i] = !events[i].recorded_at.has_value();
+    at[i] = TimestampTzGetDatum(events[i].recorded_at.value_or(0));
   }
   const bool* no_nulls = nullptr;
-  const Datum values[5] = {
-      make_array(ids.data(), no_nulls, n, TEXTOID), make_array(seqs.data(), no_nulls, n, INT8OID),
-      make_array(types.data(), no_nulls, n, TEXTOID),
-      make_array(payloads.data(), no_nulls, n, JSONBOID), TimestampTzGetDatum(now)};
+  const Datum values[6] = {make_array(ids.data(), no_nulls, n, TEXTOID),
+                           make_array(seqs.data(), no_nulls, n, INT8OID),
+                           make_array(types.data(), no_nulls, n, TEXTOID),
+                           make_array(payloads.data(), no_nulls, n, JSONBOID),
+                           TimestampTzGetDatum(now),
+                           make_array(at.data(), at_null.get(), n, TIMESTAMPTZOID)};
   spi_prepare_generic(insert_statement);
   spi_execute(insert_statement, values, nullptr);
 }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,15 +16,18 @@
 
 namespace docket::pg {
 
-// One event of one run: its number, type and payload (a jsonb datum).
+// One event of one run: its number, type and payload (a jsonb datum), and
+// when it happened if not now (an event the run's row stated until now).
 struct HistoryEvent {
   Datum run_id;
   std::int64_t seq;
   const char* type;
   Datum payload;
+  std::optional<Micros> recorded_at = std::nullopt;
 };
 
-// Appends `events` to the log in one INSERT, recorded at `now`. Needs an open
+// Appends `events` to the log in one INSERT, recorded at `now` (or their own
+// recorded_at). Needs an open
 // SPI connection; the caller holds each run's lock and has advanced its
 // counter past the events' numbers.
 void append_history(const std::vector<HistoryEvent>& events, Micros now);

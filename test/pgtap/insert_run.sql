@@ -28,7 +28,7 @@ CREATE FUNCTION pg_temp.runs() RETURNS text LANGUAGE sql AS $$
 
 -- The columns of one run, as jsonb.
 CREATE FUNCTION pg_temp.cols(id text) RETURNS jsonb LANGUAGE sql AS $$
-  SELECT to_jsonb(r) - 'document' - 'event_seq' - 'completed_seq' - 'completed_at' FROM docket.runs r WHERE run_id = id $$;
+  SELECT to_jsonb(r) - 'document' - 'event_seq' - 'completed_seq' - 'completed_at' - 'claimed_seq' - 'claimed_attempt' FROM docket.runs r WHERE run_id = id $$;
 
 \o /dev/null
 SELECT docket.save_graph('tap-ir', 'h1', '{"nodes": []}');

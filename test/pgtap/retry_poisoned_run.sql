@@ -35,7 +35,7 @@ CREATE FUNCTION pg_temp.poison(id text) RETURNS text LANGUAGE sql AS $$
   SELECT pg_temp.claim(id, pg_temp.t(0)) || ' ' || pg_temp.claim(id, pg_temp.t(31)) $$;
 
 CREATE FUNCTION pg_temp.row(id text) RETURNS jsonb LANGUAGE sql AS $$
-  SELECT to_jsonb(r) - 'event_seq' - 'completed_seq' - 'completed_at' FROM docket.runs r WHERE run_id = id $$;
+  SELECT to_jsonb(r) - 'event_seq' - 'completed_seq' - 'completed_at' - 'claimed_seq' - 'claimed_attempt' FROM docket.runs r WHERE run_id = id $$;
 CREATE FUNCTION pg_temp.snap() RETURNS jsonb LANGUAGE sql AS $$
   SELECT coalesce(jsonb_agg(to_jsonb(r) ORDER BY r.run_id), '[]') FROM docket.runs r $$;
 CREATE TEMP TABLE snaps (name text PRIMARY KEY, s jsonb);
@@ -114,7 +114,7 @@ SELECT is(pg_temp.ops('p'),
                      'deadline_at', NULL, 'lease_ms', NULL),
   'poison facts cleared, counters reset, an immediate wake at now (the argument)');
 SELECT is(pg_temp.fixed('p'), (SELECT jsonb_path_query(s, '$[*] ? (@.run_id == "p")') FROM snaps WHERE name = 'all')
-  - '{event_seq,completed_seq,completed_at,wake_at,claim_token,claimed_at,claim_attempts,claim_abandons,poisoned_at,poison_reason}'::text[],
+  - '{event_seq,completed_seq,completed_at,claimed_seq,claimed_attempt,wake_at,claim_token,claimed_at,claim_attempts,claim_abandons,poisoned_at,poison_reason}'::text[],
   'document, status, checkpoint_seq, checkpoint_type and updated_at are untouched');
 SELECT pg_temp.keep('p', pg_temp.row('p'));
 SELECT is(docket.retry_poisoned_run('system', 'p', pg_temp.t(200)), pg_temp.doc('p', seq => 3),

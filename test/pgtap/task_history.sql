@@ -3,7 +3,7 @@
 -- them. Each path below checks the order, the payloads and the recorded times
 -- of its events. Times in 2041 (docket.fake_now).
 BEGIN;
-SELECT plan(68);
+SELECT plan(76);
 SET LOCAL timezone = 'UTC';
 
 \ir lib/task_helpers.sql
@@ -198,10 +198,11 @@ SELECT is((pg_temp.ev('unknown', 3) -> 'payload' ->> 'retry_at')::timestamptz,
 SELECT ok(pg_temp.numbered('unknown'), 'numbered without a gap');
 
 -------------------------------------------------------------------------------
--- The events the run row states: spawned and completed cost no log row
+-- The events the run row states: spawned, the latest claimed and completed
+-- cost no log row
 -------------------------------------------------------------------------------
-SELECT is(pg_temp.logged('ok'), 'claimed',
-  'a completed task''s log holds neither spawned, step_completed nor completed: its rows state them');
+SELECT is(pg_temp.logged('ok'), '',
+  'a completed task''s log holds neither spawned, claimed, step_completed nor completed: its rows state them');
 SELECT is((SELECT array_agg(s.step_name || ':' || s.seq) FROM docket.task_steps s WHERE s.run_id = pg_temp.id('ok')),
   '{a:3}', 'the step row keeps its event''s number');
 SELECT is((SELECT string_agg(s.step_name || ':' || s.seq, ',' ORDER BY s.step_name) FROM docket.task_steps s WHERE s.run_id = pg_temp.id('batch')),
@@ -215,7 +216,11 @@ SELECT pg_temp.at(700);
 SELECT pg_temp.claim('lean', 701);
 SELECT pg_temp.at(702);
 SELECT docket.complete_tasks(ARRAY[pg_temp.id('lean')], ARRAY[pg_temp.tok('lean')], ARRAY['1'::jsonb]);
-SELECT is(pg_temp.logged('lean'), 'claimed', 'a no-op task: one log row, its claim');
+SELECT is(pg_temp.logged('lean'), '', 'a no-op task writes no log row');
+SELECT is(pg_temp.ev('lean', 2), pg_temp.e('claimed', '{"attempt": 1}', 701),
+  'its claimed event: number 2, attempt 1, at the claim, from the row');
+SELECT is((SELECT array[claimed_seq, claimed_attempt] FROM docket.runs WHERE run_id = pg_temp.id('lean')),
+  array[2::bigint, 1], 'the row keeps the latest claim''s number and attempt');
 SELECT is(pg_temp.ev('lean', 3), pg_temp.e('completed', '{}', 702), 'completed, number 3, at the completion');
 SELECT is((SELECT array[completed_seq::text, completed_at::text] FROM docket.runs WHERE run_id = pg_temp.id('lean')),
   array['3', pg_temp.t(702)::text], 'the row keeps the completion''s number and time');
@@ -236,12 +241,27 @@ SELECT is(pg_temp.types('lean'), 'spawned,claimed,completed,claimed,completed',
 SELECT is(pg_temp.ev('lean', 3) || pg_temp.ev('lean', 5),
   pg_temp.e('completed', '{}', 702) || pg_temp.e('completed', '{}', 712),
   'the first completion keeps its number and time; the second has its own');
-SELECT is(pg_temp.logged('lean'), 'claimed,claimed,completed', 'the second completion is in the log');
+SELECT is(pg_temp.logged('lean'), 'claimed,completed',
+  'the second completion is in the log, and so is the first claim, which the second lease logged');
+SELECT is(pg_temp.ev('lean', 2) || pg_temp.ev('lean', 4),
+  pg_temp.e('claimed', '{"attempt": 1}', 701) || pg_temp.e('claimed', '{"attempt": 1}', 711),
+  'each claim keeps its number and time, logged or stated by the row');
 SELECT ok(pg_temp.numbered('lean'), 'numbered without a gap');
 SELECT is((SELECT string_agg(h.type, ',' ORDER BY h.seq) FROM docket.task_history('system', pg_temp.id('lean'), 2, 2) h),
   'completed,claimed', 'a page that starts after the spawned event and ends past the row''s completed event');
 SELECT is((SELECT count(*) FROM docket.task_history('tenant:acme', pg_temp.id('lean'))), 0::bigint,
   'outside the scope: none of the row''s events either');
+-- A claim_due lease of a task (the run store's claim, which states no claim of
+-- its own) logs the claim the row stated, and clears the row's columns.
+SELECT pg_temp.spawn('viadue');
+SELECT pg_temp.claim('viadue', 800);
+SELECT is((SELECT count(*)::int FROM docket.claim_due(pg_temp.t(900), 1, 1000, queue => 'viadue')
+            WHERE outcome = 'lease'), 1, 'claim_due steals the expired claim of a task');
+SELECT is(pg_temp.logged('viadue'), 'claimed', 'the task''s claim went to the log');
+SELECT is(pg_temp.ev('viadue', 2), pg_temp.e('claimed', '{"attempt": 1}', 800), 'as the row stated it');
+SELECT is((SELECT array[claimed_seq, claimed_attempt] FROM docket.runs WHERE run_id = pg_temp.id('viadue')),
+  array[NULL::bigint, NULL], 'and the row states no claim any more');
+SELECT ok(pg_temp.numbered('viadue'), 'numbered without a gap');
 -- A run the run store inserted states no spawned event, whatever its graph.
 SELECT docket.save_graph('th-graph', 'task', '{}');
 SELECT docket.insert_run('tenantless', jsonb_build_object('id', 'th-store', 'graph_id', 'th-graph',

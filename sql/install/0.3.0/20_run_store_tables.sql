@@ -64,6 +64,8 @@ CREATE TABLE docket.runs (
   lease_ms         bigint,
   completed_seq    bigint,
   completed_at     timestamptz,
+  claimed_seq      bigint,
+  claimed_attempt  integer,
   CONSTRAINT runs_claim_pair CHECK ((claim_token IS NULL) = (claimed_at IS NULL)),
   CONSTRAINT runs_poison_pair CHECK ((poisoned_at IS NULL) = (poison_reason IS NULL))
 ) WITH (fillfactor = 85,
@@ -89,6 +91,15 @@ COMMENT ON COLUMN docket.runs.completed_seq IS
   'the number of the task''s completed event, which the row states instead of docket.run_events (NULL: none)';
 COMMENT ON COLUMN docket.runs.completed_at IS
   'when the task layer completed the task: the completed event''s recorded_at (NULL: not completed)';
+-- A task's latest claimed event, too, is stated by its row (claimed_seq,
+-- claimed_attempt, at claim_started_at) rather than logged: claim_tasks sets
+-- them in the lease's UPDATE, and the task's next lease (or a claim_due
+-- lease, which clears them) logs the event first. A no-op task's history
+-- writes no log row at all. Not index keys.
+COMMENT ON COLUMN docket.runs.claimed_seq IS
+  'the number of the task''s latest claimed event, which the row states instead of docket.run_events until the next lease logs it (NULL: none)';
+COMMENT ON COLUMN docket.runs.claimed_attempt IS
+  'the attempt of the latest claimed event (claimed_seq), its payload''s "attempt"';
 
 -- Every index of docket.runs costs every claim and every commit one insertion:
 -- both change indexed columns (claim_token, claim_started_at, wake_at,
