@@ -1,7 +1,7 @@
 -- claim_due: seed 000's claim_due clause by clause, and DESIGN.md's notes on it.
 -- Times are in 2030 (far from the real clock) and always passed as `now`.
 BEGIN;
-SELECT plan(94);
+SELECT plan(97);
 -- This suite's subject includes explicit clocks (now => ...) far from docket's own:
 -- docket.max_clock_skew (superuser only) is raised for it (hostile_limits.sql tests the bound).
 SET LOCAL docket.max_clock_skew = '36500d';
@@ -385,5 +385,16 @@ SELECT ok((SELECT bool_and((claim_token IS NULL) = (outcome = 'poisoned')) FROM 
 SELECT ok((SELECT bool_and((poisoned_at IS NULL AND poison_reason IS NULL) = (outcome = 'lease')) FROM history),
   'poison facts appear exactly on poison outcomes');
 
+-- Claim tokens: one per lease, each its own random version 4 UUID (a claim
+-- draws its tokens together), stored on the row it leases.
+SELECT pg_temp.mk('tok-' || g, pg_temp.t(0), q => 'tokq') FROM generate_series(1, 20) g;
+CREATE TEMP TABLE toks AS
+  SELECT run_id, claim_token FROM docket.claim_due(pg_temp.t(10), 20, queue => 'tokq') WHERE outcome = 'lease';
+SELECT is((SELECT count(DISTINCT claim_token)::int FROM toks), 20, 'claim_due: 20 leases, 20 distinct tokens');
+SELECT is((SELECT count(*)::int FROM toks WHERE substr(claim_token::text, 15, 1) = '4'
+                                           AND substr(claim_token::text, 20, 1) IN ('8', '9', 'a', 'b')), 20,
+  'each a version 4, RFC 4122 variant UUID');
+SELECT is((SELECT count(*)::int FROM toks t JOIN docket.runs r USING (run_id) WHERE r.claim_token = t.claim_token), 20,
+  'each stored on the run it leases');
 SELECT * FROM finish();
 ROLLBACK;
