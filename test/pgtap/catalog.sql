@@ -1,13 +1,14 @@
 -- The catalog rules of docket: every function pins its search_path (but the
--- clock, docket.now(), which names no object and is called on every claim, and
--- docket._task_document, likewise, called once per spawned run), has a
+-- clock, docket.now(), which names no object and is called on every claim,
+-- docket._task_document, likewise, called once per spawned run, and
+-- docket._run_row_valid, the CHECK of docket.runs, called per written row), has a
 -- comment and is not executable by PUBLIC; the public API is SECURITY DEFINER
 -- and executable only through the four docket roles, internal helpers by no
 -- role; no table or sequence carries a privilege for anyone but its owner;
 -- every object of the extension lives in schema docket; and a role without
 -- grants gets nothing (test/pgtap/roles.sql checks each role's capabilities).
 BEGIN;
-SELECT plan(26);
+SELECT plan(27);
 
 SELECT cmp_ok((SELECT count(*)::int FROM pg_proc WHERE pronamespace = 'docket'::regnamespace),
               '>=', 15, 'schema docket has the run-store functions');
@@ -17,8 +18,9 @@ SELECT is_empty($$
     FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
    WHERE n.nspname = 'docket'
      AND NOT coalesce('search_path=pg_catalog, pg_temp' = ANY (p.proconfig), false)
-     AND p.oid NOT IN ('docket.now()'::regprocedure, 'docket._task_document(jsonb, text)'::regprocedure)
-$$, 'every docket function but the clock and the spawn document sets search_path = pg_catalog, pg_temp');
+     AND p.oid NOT IN ('docket.now()'::regprocedure, 'docket._task_document(jsonb, text)'::regprocedure,
+                       'docket._run_row_valid(text, bigint, integer, integer, uuid, timestamptz, timestamptz, text)'::regprocedure)
+$$, 'every docket function but the clock, the spawn document and the row check sets search_path = pg_catalog, pg_temp');
 
 SELECT is(
   (SELECT proconfig FROM pg_proc WHERE oid = 'docket.now()'::regprocedure), NULL,
@@ -26,6 +28,10 @@ SELECT is(
 SELECT is(
   (SELECT proconfig FROM pg_proc WHERE oid = 'docket._task_document(jsonb, text)'::regprocedure), NULL,
   'docket._task_document (a C function that names no object, called once per spawned run) neither');
+SELECT is(
+  (SELECT proconfig FROM pg_proc
+    WHERE oid = 'docket._run_row_valid(text, bigint, integer, integer, uuid, timestamptz, timestamptz, text)'::regprocedure),
+  NULL, 'docket._run_row_valid (a C function that names no object, the CHECK of every written run row) neither');
 
 SELECT is_empty($$
   SELECT p.oid::regprocedure

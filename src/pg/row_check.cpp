@@ -1,0 +1,52 @@
+// docket._run_row_valid: the one CHECK constraint of docket.runs.
+//
+// A CHECK constraint's expression is read back from the catalog and planned
+// for every statement that writes the table: six constraints cost a
+// single-run commit about a quarter of its time (3.4 kB of expression text
+// parsed and six expressions planned per UPDATE). This function states the
+// same six rules in one call of eight columns, each rule failing only when it
+// is false, as a CHECK does (a NULL passes): the status is one of the five, the
+// counters are not negative, a claim token and its claimed_at come together,
+// and so do a poison time and its reason. It names no object, so it runs
+// without a search_path switch (as docket.now() does).
+#include <cstring>
+#include <string_view>
+
+#include "pg/boundary.hpp"
+#include "pg/postgres.hpp"
+
+namespace docket::pg {
+
+namespace {
+
+bool known_status(const text* status) {
+  const std::string_view s(VARDATA_ANY(status), VARSIZE_ANY_EXHDR(status));
+  return s == "running" || s == "waiting" || s == "completed" || s == "failed" || s == "cancelled";
+}
+
+Datum run_row_valid(FunctionCallInfo fcinfo) {
+  enum {
+    status,
+    checkpoint_seq,
+    claim_attempts,
+    claim_abandons,
+    claim_token,
+    claimed_at,
+    poisoned_at,
+    poison_reason
+  };
+  auto null = [&](int arg) { return PG_ARGISNULL(arg); };
+  const bool valid =
+      (null(status) || call([&] { return known_status(PG_GETARG_TEXT_PP(status)); })) &&
+      (null(checkpoint_seq) || PG_GETARG_INT64(checkpoint_seq) >= 0) &&
+      (null(claim_attempts) || PG_GETARG_INT32(claim_attempts) >= 0) &&
+      (null(claim_abandons) || PG_GETARG_INT32(claim_abandons) >= 0) &&
+      null(claim_token) == null(claimed_at) && null(poisoned_at) == null(poison_reason);
+  PG_RETURN_BOOL(valid);
+}
+
+}  // namespace
+
+}  // namespace docket::pg
+
+DOCKET_FUNCTION(docket_run_row_valid, docket::pg::run_row_valid)
