@@ -390,11 +390,7 @@ SELECT ok((SELECT bool_and((poisoned_at IS NULL AND poison_reason IS NULL) = (ou
 SELECT pg_temp.mk('tok-' || g, pg_temp.t(0), q => 'tokq') FROM generate_series(1, 20) g;
 CREATE TEMP TABLE toks AS
   SELECT run_id, claim_token FROM docket.claim_due(pg_temp.t(10), 20, queue => 'tokq') WHERE outcome = 'lease';
-SELECT is((SELECT count(DISTINCT claim_token)::int FROM toks), 20, 'claim_due: 20 leases, 20 distinct tokens');
-SELECT is((SELECT count(*)::int FROM toks WHERE substr(claim_token::text, 15, 1) = '4'
-                                           AND substr(claim_token::text, 20, 1) IN ('8', '9', 'a', 'b')), 20,
-  'each a version 4, RFC 4122 variant UUID');
-SELECT is((SELECT count(*)::int FROM toks t JOIN docket.runs r USING (run_id) WHERE r.claim_token = t.claim_token), 20,
-  'each stored on the run it leases');
+\ir lib/claim_tokens.sql
+SELECT * FROM pg_temp.token_checks(20);
 SELECT * FROM finish();
 ROLLBACK;

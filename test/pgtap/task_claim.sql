@@ -387,13 +387,9 @@ SELECT is((SELECT count(*) FROM alt WHERE got LIKE 'alt-r_:new'), 1::bigint,
 -------------------------------------------------------------------------------
 SELECT pg_temp.at(9000);
 SELECT count(*) FROM docket.spawn_tasks('job', ARRAY(SELECT '{}'::jsonb FROM generate_series(1, 50)), 'qtok');
-CREATE TEMP TABLE tok AS SELECT run_id, claim_token FROM docket.claim_tasks('qtok', 50, now => pg_temp.t(9000));
-SELECT is((SELECT count(DISTINCT claim_token)::int FROM tok), 50, '50 leases, 50 distinct tokens');
-SELECT is((SELECT count(*)::int FROM tok WHERE substr(claim_token::text, 15, 1) = '4'
-                                          AND substr(claim_token::text, 20, 1) IN ('8', '9', 'a', 'b')), 50,
-  'each a version 4, RFC 4122 variant UUID');
-SELECT is((SELECT count(*)::int FROM tok t JOIN docket.runs r USING (run_id) WHERE r.claim_token = t.claim_token), 50,
-  'each stored on the run it leases');
+CREATE TEMP TABLE toks AS SELECT run_id, claim_token FROM docket.claim_tasks('qtok', 50, now => pg_temp.t(9000));
+\ir lib/claim_tokens.sql
+SELECT * FROM pg_temp.token_checks(50);
 SELECT is((SELECT count(*)::int FROM docket.claim_due(pg_temp.t(9000), 50, queue => 'qtok')), 0,
   'fixture: nothing left to claim');
 SELECT * FROM finish();
