@@ -131,15 +131,6 @@ std::size_t ConnectionPool::open() const {
   return open_;
 }
 
-void LocalQueue::push(QueuedClaim claim) {
-  {
-    const std::lock_guard<std::mutex> lock(mutex_);
-    claims_.push_back(std::move(claim));
-    count_.store(claims_.size());
-  }
-  ready_.notify_one();
-}
-
 void LocalQueue::push_all(std::vector<QueuedClaim> claims) {
   if (claims.empty()) return;
   const std::size_t n = claims.size();

@@ -166,7 +166,6 @@ struct QueuedClaim {
 // The local queue between the poller and the runner threads (prefetch).
 class LocalQueue {
  public:
-  void push(QueuedClaim claim);
   // Queues a claim batch under one lock and wakes the runners once: one
   // notify per claim would wake (and put back to sleep) a runner per task.
   void push_all(std::vector<QueuedClaim> claims);

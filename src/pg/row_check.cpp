@@ -9,9 +9,9 @@
 // counters are not negative, a claim token and its claimed_at come together,
 // and so do a poison time and its reason. It names no object, so it runs
 // without a search_path switch (as docket.now() does).
-#include <cstring>
 #include <string_view>
 
+#include "core/run.hpp"
 #include "pg/boundary.hpp"
 #include "pg/postgres.hpp"
 
@@ -19,9 +19,9 @@ namespace docket::pg {
 
 namespace {
 
+// One of the five statuses the core knows (core/run.hpp).
 bool known_status(const text* status) {
-  const std::string_view s(VARDATA_ANY(status), VARSIZE_ANY_EXHDR(status));
-  return s == "running" || s == "waiting" || s == "completed" || s == "failed" || s == "cancelled";
+  return parse_status(std::string_view(VARDATA_ANY(status), VARSIZE_ANY_EXHDR(status))).has_value();
 }
 
 Datum run_row_valid(FunctionCallInfo fcinfo) {
