@@ -1,8 +1,7 @@
-// complete_steps, complete_step and step_states. A step checkpoint is one
-// statement: the lock of every held task (run_id order), their fenced claim
-// refresh (which resets the claim-attempt counter of a task storing a new
-// step), the insert of their steps (the first value wins) and the stored
-// values.
+// complete_steps, complete_step and step_states. A step checkpoint is two
+// statements: the fenced claim refresh of every held task, locked in run_id
+// order (which resets the claim-attempt counter of a task storing a new step),
+// then the insert of their new steps (the first value wins).
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -20,77 +19,71 @@ namespace docket::pg {
 
 namespace {
 
-// $1..$4 the items (run_id, token, step_name, value), $5 now, $6 the distinct
-// run ids and $7 one token of each. Returns the held runs (run_id, token, NULL,
-// NULL) and the steps this call inserted (run_id, NULL, step_name, value); the
-// caller matches them to the items. (Joining them to the items in SQL made the
-// generic plan compare every item with every row: quadratic in the batch.)
+// A step checkpoint is two statements. The first ($1..$4 the items (run_id,
+// token, step_name, value), $5 now, $6 the distinct run ids and $7 one token of
+// each) looks which items' steps are not stored yet (fresh), and refreshes the
+// claim of every run the items hold. It returns the held runs (run_id, token,
+// NULL, their event counter after the update) and the fresh items (run_id,
+// token, NULL, NULL, the item's number in $1..$4); the caller matches them.
 // Each held run's event counter advances by its fresh items (fresh_count, in
-// the order of $6), and each step inserted keeps its step_completed event's
-// number (task_steps.seq: numbered up to the counter in step name order; the
-// step row states the event, src/pg/events.cpp reads it from there). Only
-// fresh items are inserted (the others would conflict). (Should a fresh step
-// be stored by another call of the same claim between the look and the
-// insert, its number goes unused: the history skips it.)
+// the order of $6), so the second statement can number their step_completed
+// events (task_steps.seq: up to the counter, in step name order; the step row
+// states the event, src/pg/events.cpp reads it from there).
 // Whether a step is stored is a correlated probe (pg/planning.hpp), not NOT
 // EXISTS: as an anti-join, a plan made while task_steps looked empty read the
 // whole table per call.
 // Progress resets the poison counter, as a commit does: a held run with an
-// item whose step is not stored yet (fresh: the insert stores it) gets
-// claim_attempts = 0 in the same fenced UPDATE, so a task that keeps storing
-// new steps is never poisoned by the crashes between them, while one whose
-// steps are only replayed (kept) still is after max_claim_attempts claims.
-#define DOCKET_STEPS_REFRESH                                                             \
-  "WITH items AS (SELECT * FROM unnest($1, $2, $3, $4) WITH ORDINALITY"                  \
-  " AS i (run_id, token, step_name, value, ord)),"                                       \
-  " fresh AS (SELECT i.* FROM items i WHERE (SELECT true FROM docket.task_steps s"       \
-  " WHERE s.run_id = i.run_id AND s.step_name = i.step_name) IS NULL),"                  \
-  " fresh_count AS MATERIALIZED (SELECT array_agg(coalesce(g.n, 0) ORDER BY d.ord) AS n" \
-  " FROM unnest($6, $7) WITH ORDINALITY AS d (run_id, token, ord)"                       \
-  " LEFT JOIN (SELECT f.run_id, f.token, count(*) AS n FROM fresh f GROUP BY 1, 2) g"    \
-  " ON g.run_id = d.run_id AND g.token = d.token),"                                      \
-  " held AS (UPDATE docket.runs r SET claimed_at = greatest(r.claimed_at, $5),"          \
-  " claim_attempts = CASE WHEN (r.run_id, r.claim_token)"                                \
-  " IN (SELECT f.run_id, f.token FROM fresh f) THEN 0 ELSE r.claim_attempts END,"        \
-  " event_seq = r.event_seq + (SELECT c.n[array_position($6, r.run_id)] FROM fresh_count c)"
-#define DOCKET_STEPS_REST                                                                \
-  " AND r.claim_token = $7[array_position($6, r.run_id)]"                                \
-  " AND r.graph_hash = 'task' AND (r.deadline_at IS NULL OR r.deadline_at > $5)"         \
-  " RETURNING r.run_id, r.claim_token, r.event_seq),"                                    \
-  " ins AS (INSERT INTO docket.task_steps AS s (run_id, step_name, value, completed_at," \
-  " seq) SELECT f.run_id, f.step_name, f.value, $5, h.event_seq - count(*) OVER w"       \
-  " + row_number() OVER (w ORDER BY f.step_name) FROM fresh f"                           \
-  " JOIN held h ON h.run_id = f.run_id AND h.claim_token = f.token"                      \
-  " WINDOW w AS (PARTITION BY f.run_id) ORDER BY f.run_id, f.step_name"                  \
-  " ON CONFLICT ON CONSTRAINT task_steps_pkey DO NOTHING"                                \
-  " RETURNING s.run_id, s.step_name, s.value)"                                           \
-  " SELECT h.run_id, h.claim_token, NULL::text, NULL::jsonb FROM held h"                 \
-  " UNION ALL SELECT n.run_id, NULL::uuid, n.step_name, n.value FROM ins n"
+// item whose step is not stored yet (fresh) gets claim_attempts = 0 in the
+// same fenced UPDATE, so a task that keeps storing new steps is never poisoned
+// by the crashes between them, while one whose steps are only replayed (kept)
+// still is after max_claim_attempts claims.
+// The UPDATE locks the rows it refreshes as it reads them, by the primary key
+// in run_id order (spi_execute_key_ordered, as complete_tasks), so two batches
+// sharing tasks lock them in the same order and cannot deadlock, without a
+// separate lock pass (a lock record per run). The misses are locked
+// afterwards, again together in run_id order.
+// (Inserting in the same statement joined the fresh items to the held runs: a
+// nested loop over two CTEs, quadratic in the batch, 0.45 ms of a 50-item
+// call.)
+Statement steps_statement{
+    "WITH items AS (SELECT * FROM unnest($1, $2, $3, $4) WITH ORDINALITY"
+    " AS i (run_id, token, step_name, value, ord)),"
+    " fresh AS (SELECT i.* FROM items i WHERE (SELECT true FROM docket.task_steps s"
+    " WHERE s.run_id = i.run_id AND s.step_name = i.step_name) IS NULL),"
+    " fresh_count AS MATERIALIZED (SELECT array_agg(coalesce(g.n, 0) ORDER BY d.ord) AS n"
+    " FROM unnest($6, $7) WITH ORDINALITY AS d (run_id, token, ord)"
+    " LEFT JOIN (SELECT f.run_id, f.token, count(*) AS n FROM fresh f GROUP BY 1, 2) g"
+    " ON g.run_id = d.run_id AND g.token = d.token),"
+    " held AS (UPDATE docket.runs r SET claimed_at = greatest(r.claimed_at, $5),"
+    " claim_attempts = CASE WHEN (r.run_id, r.claim_token)"
+    " IN (SELECT f.run_id, f.token FROM fresh f) THEN 0 ELSE r.claim_attempts END,"
+    " event_seq = r.event_seq + (SELECT c.n[array_position($6, r.run_id)] FROM fresh_count c)"
+    " WHERE r.run_id = ANY($6) AND r.claim_token = $7[array_position($6, r.run_id)]"
+    " AND r.graph_hash = 'task' AND (r.deadline_at IS NULL OR r.deadline_at > $5)"
+    " RETURNING r.run_id, r.claim_token, r.event_seq)"
+    " SELECT h.run_id, h.claim_token, h.event_seq, NULL::bigint FROM held h"
+    " UNION ALL SELECT f.run_id, f.token, NULL::bigint, f.ord FROM fresh f",
+    7,
+    {TEXTARRAYOID, UUIDARRAYOID, TEXTARRAYOID, JSONBARRAYOID, TIMESTAMPTZOID, TEXTARRAYOID,
+     UUIDARRAYOID},
+    nullptr};
 
-// Several runs: the runs any of the items' tokens hold are locked explicitly
-// in run_id order (the ARRAY subquery: ORDER BY under FOR NO KEY UPDATE)
-// before the claim refresh changes any row, so two batches sharing tasks
-// cannot deadlock (as in complete_tasks: when every row fails another fence
-// condition first, the misses are locked afterwards, in run_id order).
-Statement steps_statement{DOCKET_STEPS_REFRESH
-                          " WHERE r.run_id = ANY(ARRAY(SELECT x.run_id FROM docket.runs x"
-                          " WHERE x.run_id = ANY($6) AND x.claim_token = ANY($2)"
-                          " AND x.graph_hash = 'task'"
-                          " ORDER BY x.run_id FOR NO KEY UPDATE OF x))" DOCKET_STEPS_REST,
-                          7,
-                          {TEXTARRAYOID, UUIDARRAYOID, TEXTARRAYOID, JSONBARRAYOID, TIMESTAMPTZOID,
-                           TEXTARRAYOID, UUIDARRAYOID},
-                          nullptr};
-
-// One run (complete_step, or a batch of one task's steps): no order to keep,
-// so no separate lock; the claim refresh locks the row.
-Statement steps_one_statement{DOCKET_STEPS_REFRESH " WHERE r.run_id = ANY($6)" DOCKET_STEPS_REST,
-                              7,
-                              {TEXTARRAYOID, UUIDARRAYOID, TEXTARRAYOID, JSONBARRAYOID,
-                               TIMESTAMPTZOID, TEXTARRAYOID, UUIDARRAYOID},
-                              nullptr};
-#undef DOCKET_STEPS_REFRESH
-#undef DOCKET_STEPS_REST
+// The second: the fresh steps of the held runs ($1 run ids, $2 step names, $3
+// values, $4 each run's number before its first fresh step, $5 now), numbered
+// in step name order from there. Another call of the same claim may store a
+// step between the look and the insert: the insert then does nothing, the
+// first value wins, and that number goes unused (the history skips it).
+Statement steps_insert_statement{
+    "INSERT INTO docket.task_steps AS s (run_id, step_name, value, completed_at, seq)"
+    " SELECT u.run_id, u.step_name, u.value, $5,"
+    " u.base + row_number() OVER (PARTITION BY u.run_id ORDER BY u.step_name)"
+    " FROM unnest($1, $2, $3, $4) AS u (run_id, step_name, value, base)"
+    " ORDER BY u.run_id, u.step_name"
+    " ON CONFLICT ON CONSTRAINT task_steps_pkey DO NOTHING"
+    " RETURNING s.run_id, s.step_name, s.value",
+    5,
+    {TEXTARRAYOID, TEXTARRAYOID, JSONBARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID},
+    nullptr};
 
 // The values of kept steps ($1 run ids, $2 step names), read after the
 // statement, so a step another transaction committed meanwhile (its insert
@@ -129,7 +122,7 @@ struct StepResult {
   Datum value = Datum(0);
 };
 
-// Runs steps_statement (steps_one_statement for one run) for `items`; results in the same order.
+// Runs steps_statement, then steps_insert_statement, for `items`; results in the same order.
 // Values live in SPI memory until spi_finish.
 std::vector<StepResult> store_steps(const std::vector<StepItem>& items, Micros now) {
   const int n = static_cast<int>(items.size());
@@ -158,29 +151,65 @@ std::vector<StepResult> store_steps(const std::vector<StepItem>& items, Micros n
       TimestampTzGetDatum(now),
       make_array(run_ids.data(), no_nulls, static_cast<int>(run_ids.size()), TEXTOID),
       make_array(run_tokens.data(), no_nulls, static_cast<int>(run_tokens.size()), UUIDOID)};
-  Statement& statement = runs.size() == 1 ? steps_one_statement : steps_statement;
-  spi_prepare_generic(statement);
-  const std::uint64_t rows = spi_execute(statement, params, nullptr);
-  std::unordered_map<std::string, Token> held;                    // run id -> token
-  std::map<std::pair<std::string, std::string>, Datum> inserted;  // (run id, step) -> value
+  const std::uint64_t rows = spi_execute_key_ordered(steps_statement, params, nullptr);
+  std::unordered_map<std::string, std::pair<Token, std::int64_t>> held;  // run id -> token, seq
+  std::vector<std::pair<std::string, int>> fresh;                        // run id, item
   for (std::uint64_t row = 0; row < rows; ++row) {
     bool isnull = false;
     std::string id = text_value(spi_value(row, 1, &isnull));
-    const Datum step_name = spi_value(row, 3, &isnull);
+    const Datum item = spi_value(row, 4, &isnull);
     if (isnull) {
-      held.emplace(std::move(id), token_value(spi_value(row, 2, &isnull)));
-      continue;
+      const Token token = token_value(spi_value(row, 2, &isnull));
+      held.emplace(std::move(id), std::make_pair(token, DatumGetInt64(spi_value(row, 3, &isnull))));
+    } else {
+      fresh.emplace_back(std::move(id), static_cast<int>(DatumGetInt64(item)) - 1);
     }
-    bool value_null = false;
-    const Datum value = spi_value(row, 4, &value_null);
-    if (!value_null) inserted.emplace(std::make_pair(std::move(id), text_value(step_name)), value);
+  }
+  // The fresh items of held runs (the run's own token), and each run's number
+  // before its first fresh step: its counter less its fresh steps.
+  std::vector<int> insert;
+  std::unordered_map<std::string, std::int64_t> base;
+  for (const auto& [id, i] : fresh) {
+    const auto h = held.find(id);
+    if (h == held.end() || !(h->second.first == token_value(items[i].token))) continue;
+    insert.push_back(i);
+    base.try_emplace(id, h->second.second);
+    --base[id];
+  }
+  std::map<std::pair<std::string, std::string>, Datum> inserted;  // (run id, step) -> value
+  if (!insert.empty()) {
+    const int k = static_cast<int>(insert.size());
+    std::vector<Datum> in_ids(k), in_names(k), in_values(k), in_base(k);
+    for (int j = 0; j < k; ++j) {
+      const StepItem& item = items[insert[j]];
+      in_ids[j] = item.run_id;
+      in_names[j] = item.step_name;
+      in_values[j] = item.value;
+      in_base[j] = Int64GetDatum(base.at(text_value(item.run_id)));
+    }
+    const Datum rows_in[5] = {make_array(in_ids.data(), no_nulls, k, TEXTOID),
+                              make_array(in_names.data(), no_nulls, k, TEXTOID),
+                              make_array(in_values.data(), no_nulls, k, JSONBOID),
+                              make_array(in_base.data(), no_nulls, k, INT8OID),
+                              TimestampTzGetDatum(now)};
+    spi_prepare_generic(steps_insert_statement);
+    const std::uint64_t stored = spi_execute(steps_insert_statement, rows_in, nullptr);
+    for (std::uint64_t row = 0; row < stored; ++row) {
+      bool isnull = false;
+      std::string id = text_value(spi_value(row, 1, &isnull));
+      const Datum step_name = spi_value(row, 2, &isnull);
+      bool value_null = false;
+      const Datum value = spi_value(row, 3, &value_null);
+      if (!value_null)
+        inserted.emplace(std::make_pair(std::move(id), text_value(step_name)), value);
+    }
   }
   std::vector<StepResult> out(n);
   std::vector<int> kept;
   for (int i = 0; i < n; ++i) {
     StepResult& r = out[i];
     const auto h = held.find(text_value(items[i].run_id));
-    r.held = h != held.end() && h->second == token_value(items[i].token);
+    r.held = h != held.end() && h->second.first == token_value(items[i].token);
     if (!r.held) continue;
     const auto v = inserted.find({h->first, text_value(items[i].step_name)});
     r.stored = v != inserted.end();
