@@ -39,10 +39,11 @@ namespace {
 // (heap-correlated) with a queue filter, which reads every due run of every
 // other queue first. An array condition keeps the key, and only the queue
 // index delivers that order without a sort. The expired class has one index,
-// runs_claimed, keyed on claim_started_at (set here, never by a refresh, so a
-// refresh stays a HOT update): claimed_at >= claim_started_at, so every
-// expired claim lies in the range claim_started_at < cutoff; claimed_at is
-// checked on the row and the few rows in range are sorted by it. The queue,
+// runs_claimed, keyed on claim_renewed_at (set here, moved by a heartbeat or
+// refresh_claim, never by a step, which stays a HOT update): claimed_at >=
+// claim_renewed_at, so every expired claim lies in the range claim_renewed_at
+// < cutoff; claimed_at is checked on the row and the few rows in range are
+// sorted by it. A claim kept alive by heartbeats is renewed out of the range. The queue,
 // the index's last column, is checked in the index. A claim with a lease
 // (lease_ms, set by claim_tasks) is also checked on the row: it is expired only
 // once its lease has passed too (core/claim.hpp), whatever the TTL ($3).
@@ -56,7 +57,7 @@ Statement candidates_statement{
     " UNION ALL SELECT true, run_id, claimed_at, claim_attempts, lease_ms, claimed_seq,"
     " claimed_attempt, claim_started_at FROM (SELECT run_id, claimed_at, claim_attempts, lease_ms,"
     " claimed_seq, claimed_attempt, claim_started_at FROM docket.runs WHERE status = 'running'"
-    " AND poisoned_at IS NULL AND claim_token IS NOT NULL AND claim_started_at < $3"
+    " AND poisoned_at IS NULL AND claim_token IS NOT NULL AND claim_renewed_at < $3"
     " AND claimed_at < $3 AND (lease_ms IS NULL"
     " OR claimed_at + lease_ms * interval '1 millisecond' < $1)"
     " ORDER BY claimed_at, run_id COLLATE \"C\" LIMIT $2 FOR UPDATE SKIP LOCKED) AS expired",
@@ -74,7 +75,7 @@ Statement candidates_queue_statement{
     " UNION ALL SELECT true, run_id, claimed_at, claim_attempts, lease_ms, claimed_seq,"
     " claimed_attempt, claim_started_at FROM (SELECT run_id, claimed_at, claim_attempts, lease_ms,"
     " claimed_seq, claimed_attempt, claim_started_at FROM docket.runs WHERE status = 'running'"
-    " AND poisoned_at IS NULL AND claim_token IS NOT NULL AND claim_started_at < $3"
+    " AND poisoned_at IS NULL AND claim_token IS NOT NULL AND claim_renewed_at < $3"
     " AND claimed_at < $3 AND queue = $4 AND (lease_ms IS NULL"
     " OR claimed_at + lease_ms * interval '1 millisecond' < $1)"
     " ORDER BY claimed_at, run_id COLLATE \"C\" LIMIT $2 FOR UPDATE SKIP LOCKED) AS expired",
@@ -96,7 +97,7 @@ Statement candidates_bound_statement{
     " UNION ALL SELECT true, run_id, claimed_at, claim_attempts, lease_ms, claimed_seq,"
     " claimed_attempt, claim_started_at FROM (SELECT run_id, claimed_at, claim_attempts, lease_ms,"
     " claimed_seq, claimed_attempt, claim_started_at FROM docket.runs WHERE status = 'running'"
-    " AND poisoned_at IS NULL AND claim_token IS NOT NULL AND claim_started_at < $3"
+    " AND poisoned_at IS NULL AND claim_token IS NOT NULL AND claim_renewed_at < $3"
     " AND claimed_at < $3 AND (lease_ms IS NULL"
     " OR claimed_at + lease_ms * interval '1 millisecond' < $1) AND tenant_id = ANY($4)"
     " ORDER BY claimed_at, run_id COLLATE \"C\" LIMIT $2 FOR UPDATE SKIP LOCKED) AS expired",
@@ -115,7 +116,7 @@ Statement candidates_queue_bound_statement{
     " UNION ALL SELECT true, run_id, claimed_at, claim_attempts, lease_ms, claimed_seq,"
     " claimed_attempt, claim_started_at FROM (SELECT run_id, claimed_at, claim_attempts, lease_ms,"
     " claimed_seq, claimed_attempt, claim_started_at FROM docket.runs WHERE status = 'running'"
-    " AND poisoned_at IS NULL AND claim_token IS NOT NULL AND claim_started_at < $3"
+    " AND poisoned_at IS NULL AND claim_token IS NOT NULL AND claim_renewed_at < $3"
     " AND claimed_at < $3 AND queue = $4 AND (lease_ms IS NULL"
     " OR claimed_at + lease_ms * interval '1 millisecond' < $1) AND tenant_id = ANY($5)"
     " ORDER BY claimed_at, run_id COLLATE \"C\" LIMIT $2 FOR UPDATE SKIP LOCKED) AS expired",
@@ -131,7 +132,8 @@ Statement candidates_queue_bound_statement{
 // about a fifth of the update).
 #define DOCKET_LEASE_SET                                                                  \
   "UPDATE docket.runs SET claim_token = $4[array_position($1, run_id)], claimed_at = $2," \
-  " claim_started_at = $2, wake_at = NULL, claim_attempts = claim_attempts + 1, lease_ms = $3"
+  " claim_started_at = $2, claim_renewed_at = $2, wake_at = NULL,"                        \
+  " claim_attempts = claim_attempts + 1, lease_ms = $3"
 #define DOCKET_LEASE_RETURNING                                                       \
   " WHERE run_id = ANY($1)"                                                          \
   " RETURNING run_id, tenant_id, graph_id, graph_hash, checkpoint_seq, claim_token," \

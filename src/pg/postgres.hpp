@@ -6,6 +6,7 @@ extern "C" {
 
 #include "access/detoast.h"
 #include "access/htup_details.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "commands/async.h"

@@ -22,8 +22,13 @@ namespace {
 // extend_ms to $4 - lease ($4 = now + extend_ms), so that the claim, expired
 // only once now - claimed_at exceeds both a claimer's TTL and its lease
 // (core/claim.hpp), lives at least until $4 whatever TTL a claimer passes.
+// A heartbeat renews the claim: claim_renewed_at (runs_claimed's key) moves to
+// the new claimed_at, out of the range the expired class reads (see
+// claim_state.cpp).
 Statement refresh_statement{
     "UPDATE docket.runs SET claimed_at = greatest(claimed_at, $3,"
+    " $4 - coalesce(lease_ms, 0) * interval '1 millisecond'),"
+    " claim_renewed_at = greatest(claimed_at, $3,"
     " $4 - coalesce(lease_ms, 0) * interval '1 millisecond')"
     " WHERE run_id = $1 AND claim_token = $2 AND graph_hash = 'task'"
     " AND (deadline_at IS NULL OR deadline_at > $3)",

@@ -54,7 +54,7 @@ SELECT is(pg_temp.cols('ir-1'),
             'started_at', '2040-04-01T11:00:00+00:00', 'updated_at', '2040-04-01T12:00:00+00:00',
             'wake_at', '2040-04-01T13:00:00+00:00', 'claim_token', NULL, 'claimed_at', NULL,
             'claim_attempts', 0, 'claim_abandons', 0, 'poisoned_at', NULL, 'poison_reason', NULL,
-            'deadline_at', NULL, 'claim_started_at', NULL, 'lease_ms', NULL),
+            'deadline_at', NULL, 'claim_started_at', NULL, 'claim_renewed_at', NULL, 'lease_ms', NULL),
           'columns: tenant from the owner scope (never the document), default queue, fields from the document, updated_at = docket.now(), no claim, zero counters, no poison');
 
 SELECT lives_ok($$SELECT docket.insert_run('tenantless', pg_temp.doc('ir-2', '{"tenant_id": "acme"}'),

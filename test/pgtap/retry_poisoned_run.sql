@@ -44,7 +44,7 @@ CREATE FUNCTION pg_temp.keep(n text, v jsonb) RETURNS void LANGUAGE sql AS $$
 CREATE FUNCTION pg_temp.kept(n text) RETURNS jsonb LANGUAGE sql AS $$ SELECT s FROM snaps WHERE name = n $$;
 -- The columns recovery may change.
 CREATE FUNCTION pg_temp.ops(id text) RETURNS jsonb LANGUAGE sql AS $$
-  SELECT pg_temp.row(id) - '{run_id,tenant_id,queue,graph_id,graph_hash,status,checkpoint_seq,checkpoint_type,started_at,updated_at,document,claim_started_at}'::text[] $$;
+  SELECT pg_temp.row(id) - '{run_id,tenant_id,queue,graph_id,graph_hash,status,checkpoint_seq,checkpoint_type,started_at,updated_at,document,claim_started_at,claim_renewed_at}'::text[] $$;
 CREATE FUNCTION pg_temp.fixed(id text) RETURNS jsonb LANGUAGE sql AS $$
   SELECT pg_temp.row(id) - '{wake_at,claim_token,claimed_at,claim_attempts,claim_abandons,poisoned_at,poison_reason}'::text[] $$;
 

@@ -7,7 +7,7 @@
 --     (pg_stat_get_xact_blocks_fetched), which must stay a handful while the
 --     tables span hundreds of pages, whatever statements the functions use.
 BEGIN;
-SELECT plan(46);
+SELECT plan(50);
 
 -------------------------------------------------------------------------------
 -- Helpers
@@ -335,6 +335,41 @@ SELECT cmp_ok(pg_temp.cost($$SELECT docket.complete_step(run_id, claim_token, 's
   'complete_step reads a handful of docket.task_steps buffers');
 SELECT cmp_ok(pg_temp.cost($$SELECT count(*) FROM st_claim, docket.step_states(run_id, claim_token)$$,
                            'docket.task_steps'), '<=', 8::bigint, 'step_states too');
+
+-- Claims kept alive by heartbeats past the claimers' TTL leave the range of
+-- runs_claimed the expired class reads: it is keyed on claim_renewed_at, which a
+-- heartbeat moves to the new claimed_at (claim_started_at stays).
+CREATE TEMP TABLE hb AS SELECT s.run_id FROM docket.spawn_task('job', '{}', 'q-hb') s;
+CREATE TEMP TABLE hb_claim AS SELECT c.* FROM docket.claim_tasks('q-hb', 1, 30000, now => '2040-03-01Z') c;
+SELECT set_config('docket.fake_now', '2040-03-01 00:00:40+00', true);
+SELECT docket.heartbeat(run_id, claim_token) FROM hb_claim;
+SELECT is((SELECT (claim_started_at, claim_renewed_at, claimed_at)::text FROM docket.runs r JOIN hb USING (run_id)),
+          ('2040-03-01 00:00:00+00'::timestamptz, '2040-03-01 00:00:40+00'::timestamptz,
+           '2040-03-01 00:00:40+00'::timestamptz)::text,
+  'a heartbeat renews the claim (claim_renewed_at = the new claimed_at); the claim''s start stays');
+-- 2,000 such claims, written as heartbeats leave them (an UPDATE in this
+-- transaction would leave their old index entries live to it): a claim of
+-- their queue reads a handful of docket.runs buffers, not every long task.
+INSERT INTO docket.runs (run_id, queue, graph_id, graph_hash, status, checkpoint_seq, checkpoint_type,
+                         started_at, updated_at, document, claim_token, claimed_at, claim_attempts,
+                         claim_started_at, claim_renewed_at, lease_ms, event_seq)
+SELECT 'long' || i, 'q-long', 'job', 'task', 'running', 0, 'run_initialized', '2040-03-01Z', '2040-03-01Z',
+       jsonb_build_object('id', 'long' || i, 'graph_id', 'job', 'graph_hash', 'task', 'status', 'running',
+                          'checkpoint_seq', 0, 'started_at', '2040-03-01T00:00:00Z', 'attempt', 1),
+       gen_random_uuid(), '2040-03-01 00:00:40+00', 1, '2040-03-01Z', '2040-03-01 00:00:40+00', 30000, 1
+  FROM generate_series(1, 2000) i;
+INSERT INTO docket.tasks (run_id, tenant_key, queue, task_name, params, headers, max_attempts, created_at)
+SELECT 'long' || i, '', 'q-long', 'job', '{}', '{}', 5, '2040-03-01Z' FROM generate_series(1, 2000) i;
+SELECT set_config('docket.fake_now', '2040-03-01 00:00:45+00', true);
+SELECT cmp_ok(pg_temp.cost($$SELECT count(*) FROM docket.claim_tasks('q-long', 10, 30000)$$, 'docket.runs'),
+  '<=', 12::bigint, 'claim_tasks 35 s past the start of 2,000 renewed claims reads a handful of docket.runs buffers');
+SELECT cmp_ok(pg_temp.cost($$SELECT count(*) FROM docket.claim_due(claim_limit => 10, queue => 'q-long')$$, 'docket.runs'),
+  '<=', 12::bigint, 'claim_due of that queue too');
+-- Once the heartbeats stop, the claims expire as before.
+SELECT set_config('docket.fake_now', '2040-03-01 00:01:20+00', true);
+SELECT is((SELECT count(*)::int FROM docket.claim_tasks('q-long', 2000, 30000)), 2000,
+  'without further heartbeats the 2,000 claims expire and are claimed again');
+SELECT set_config('docket.fake_now', '2040-03-01 00:00:00+00', true);
 
 -- cleanup: a batch of 10 costs a few buffers per deleted task, not a scan
 CREATE TEMP TABLE gone AS SELECT 0::bigint AS n;

@@ -29,7 +29,7 @@ CREATE FUNCTION pg_temp.id(name text) RETURNS text
 CREATE FUNCTION pg_temp.tok(name text) RETURNS uuid
   LANGUAGE sql AS $$ SELECT token FROM ids WHERE ids.name = tok.name $$;
 CREATE FUNCTION pg_temp.run(name text) RETURNS jsonb
-  LANGUAGE sql AS $$ SELECT to_jsonb(r) - 'claim_started_at' - 'event_seq' - 'completed_seq' - 'completed_at' - 'claimed_seq' - 'claimed_attempt' FROM docket.runs r WHERE r.run_id = pg_temp.id(name) $$;
+  LANGUAGE sql AS $$ SELECT to_jsonb(r) - 'claim_started_at' - 'claim_renewed_at' - 'event_seq' - 'completed_seq' - 'completed_at' - 'claimed_seq' - 'claimed_attempt' FROM docket.runs r WHERE r.run_id = pg_temp.id(name) $$;
 CREATE FUNCTION pg_temp.doc(name text) RETURNS jsonb
   LANGUAGE sql AS $$ SELECT r.document FROM docket.runs r WHERE r.run_id = pg_temp.id(name) $$;
 CREATE FUNCTION pg_temp.result(name text) RETURNS jsonb

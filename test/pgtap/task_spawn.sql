@@ -27,7 +27,7 @@ CREATE FUNCTION pg_temp.id(name text) RETURNS text
 CREATE FUNCTION pg_temp.task(name text) RETURNS jsonb
   LANGUAGE sql AS $$ SELECT to_jsonb(t) FROM docket.tasks t WHERE t.run_id = pg_temp.id(name) $$;
 CREATE FUNCTION pg_temp.run(name text) RETURNS jsonb
-  LANGUAGE sql AS $$ SELECT to_jsonb(r) - 'claim_started_at' - 'event_seq' - 'completed_seq' - 'completed_at' - 'claimed_seq' - 'claimed_attempt' FROM docket.runs r WHERE r.run_id = pg_temp.id(name) $$;
+  LANGUAGE sql AS $$ SELECT to_jsonb(r) - 'claim_started_at' - 'claim_renewed_at' - 'event_seq' - 'completed_seq' - 'completed_at' - 'claimed_seq' - 'claimed_attempt' FROM docket.runs r WHERE r.run_id = pg_temp.id(name) $$;
 -- Everything spawn_task writes, for "nothing changed" checks.
 CREATE FUNCTION pg_temp.snap() RETURNS jsonb LANGUAGE sql AS $$
   SELECT jsonb_build_object(

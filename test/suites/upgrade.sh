@@ -196,6 +196,8 @@ check "states after the update" \
             ORDER BY task_name) FROM public.tokens"
 check "the claims of $previous keep their start (the expired class reads claim_started_at)" 3 \
   "SELECT count(*) FROM docket.runs WHERE claim_token IS NOT NULL AND claim_started_at = claimed_at"
+check "the claims of $previous are renewed at their claimed_at (the expired class reads claim_renewed_at)" 3 \
+  "SELECT count(*) FROM docket.runs WHERE claim_token IS NOT NULL AND claim_renewed_at = claimed_at"
 got=$(sql "SELECT docket.complete_task($(run up_done), gen_random_uuid(), '{}')" 2>&1 || true)
 grep -q "stale_fence" <<<"$got" || { echo "FAIL: another token: expected stale_fence (DK001), got: $got"; exit 1; }
 echo "ok: another token is refused (DK001) for a task claimed under $previous"

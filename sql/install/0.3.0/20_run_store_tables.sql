@@ -55,10 +55,9 @@ CREATE TABLE docket.runs (
   claim_abandons   integer NOT NULL DEFAULT 0,
   poisoned_at      timestamptz,
   poison_reason    text,
-  -- When the current claim started: set once per claim by claim_due, never by
-  -- a refresh (which only moves claimed_at, no index key), so a refresh stays
-  -- a HOT update. claim_started_at <= claimed_at always; left as it was when a
-  -- claim is handed back (runs_claimed holds claimed rows only).
+  -- When the current claim started: set once per claim by a lease, never by
+  -- a refresh. claim_started_at <= claimed_at always; left as it was when a
+  -- claim is handed back. A task's claimed event is recorded at this time.
   claim_started_at timestamptz,
   -- The task's max-duration deadline, here so that the task fence is one
   -- statement; claim_tasks sets it at the first start (with docket.tasks').
@@ -74,6 +73,14 @@ CREATE TABLE docket.runs (
   completed_at     timestamptz,
   claimed_seq      bigint,
   claimed_attempt  integer,
+  -- When the claim was last renewed: by its lease, then by each heartbeat or
+  -- refresh_claim (to the claimed_at they write), never by a step or another
+  -- progress refresh, which stay HOT updates. claim_renewed_at <= claimed_at
+  -- while the claim is held. runs_claimed is keyed on it, so a claim that is
+  -- kept alive by heartbeats leaves the expired class's range; keyed on
+  -- claim_started_at, every long task that outlived the TTL was read by every
+  -- claim.
+  claim_renewed_at timestamptz,
   -- The row's rules, one call (src/pg/row_check.cpp): a known status,
   -- counters not negative, a claim token with its claimed_at, a poison time
   -- with its reason. (Six CHECK constraints cost every single-run UPDATE
@@ -112,24 +119,29 @@ COMMENT ON COLUMN docket.runs.claimed_seq IS
   'the number of the task''s latest claimed event, which the row states instead of docket.run_events until the next lease logs it (NULL: none)';
 COMMENT ON COLUMN docket.runs.claimed_attempt IS
   'the attempt of the latest claimed event (claimed_seq), its payload''s "attempt"';
+COMMENT ON COLUMN docket.runs.claim_renewed_at IS
+  'when the claim was last renewed (its lease, a heartbeat, refresh_claim): the key of runs_claimed, at most claimed_at while the claim is held';
 
 -- Every index of docket.runs costs every claim and every commit one insertion:
--- both change indexed columns (claim_token, claim_started_at, wake_at,
+-- both change indexed columns (claim_token, claim_renewed_at, wake_at,
 -- status), so neither update can be HOT. Only the claim path's indexes live
 -- here; what never changes (the list keys) lives in docket.run_heads.
 --
 -- Claims: the ready class (unclaimed, due), with and without a queue, and the
 -- expired class (claim older than the TTL). Partial, so a row sits in at most
 -- one class and terminal runs cost nothing. The expired class has one index
--- for both statements, keyed on when the claim started: the expired claims,
--- claimed_at < cutoff, lie inside its range claim_started_at < cutoff
+-- for both statements, keyed on when the claim was last renewed: the expired
+-- claims, claimed_at < cutoff, lie inside its range claim_renewed_at < cutoff
 -- (claimed_at is checked on the row), so a queue is checked inside that range
--- rather than given an index that every claim would pay for.
+-- rather than given an index that every claim would pay for. A claim whose
+-- heartbeats keep it alive is renewed out of the range; only one whose steps
+-- alone moved claimed_at since it was last renewed, more than a TTL ago, is
+-- read there and left.
 CREATE INDEX runs_ready ON docket.runs (wake_at, run_id COLLATE "C")
   WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL AND wake_at IS NOT NULL;
 CREATE INDEX runs_ready_queue ON docket.runs (queue, wake_at, run_id COLLATE "C")
   WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL AND wake_at IS NOT NULL;
-CREATE INDEX runs_claimed ON docket.runs (claim_started_at, run_id COLLATE "C", queue)
+CREATE INDEX runs_claimed ON docket.runs (claim_renewed_at, run_id COLLATE "C", queue)
   WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NOT NULL;
 
 -- Operators look for poisoned runs (list_poisoned pages this index).
