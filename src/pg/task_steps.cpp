@@ -32,6 +32,11 @@ namespace {
 // Whether a step is stored is a correlated probe (pg/planning.hpp), not NOT
 // EXISTS: as an anti-join, a plan made while task_steps looked empty read the
 // whole table per call.
+// A step renews its claim (claim_renewed_at, the key of runs_claimed, to the
+// new claimed_at) only once half its lease has passed since the last renewal:
+// steps of a short task leave every index key as it was (HOT updates), and a
+// long task kept alive by its steps alone leaves the range the expired class
+// reads (pg/claim.cpp) like one kept alive by heartbeats.
 // Progress resets the poison counter, as a commit does: a held run with an
 // item whose step is not stored yet (fresh) gets claim_attempts = 0 in the
 // same fenced UPDATE, so a task that keeps storing new steps is never poisoned
@@ -55,6 +60,9 @@ Statement steps_statement{
     " LEFT JOIN (SELECT f.run_id, f.token, count(*) AS n FROM fresh f GROUP BY 1, 2) g"
     " ON g.run_id = d.run_id AND g.token = d.token),"
     " held AS (UPDATE docket.runs r SET claimed_at = greatest(r.claimed_at, $5),"
+    " claim_renewed_at = CASE WHEN r.claim_renewed_at"
+    " < $5 - coalesce(r.lease_ms, 30000) * interval '0.5 millisecond'"
+    " THEN greatest(r.claimed_at, $5) ELSE r.claim_renewed_at END,"
     " claim_attempts = CASE WHEN (r.run_id, r.claim_token)"
     " IN (SELECT f.run_id, f.token FROM fresh f) THEN 0 ELSE r.claim_attempts END,"
     " event_seq = r.event_seq + (SELECT c.n[array_position($6, r.run_id)] FROM fresh_count c)"

@@ -7,7 +7,7 @@
 --     (pg_stat_get_xact_blocks_fetched), which must stay a handful while the
 --     tables span hundreds of pages, whatever statements the functions use.
 BEGIN;
-SELECT plan(50);
+SELECT plan(52);
 
 -------------------------------------------------------------------------------
 -- Helpers
@@ -235,6 +235,8 @@ PREPARE tap_steps_batch(text[], uuid[], text[], jsonb[], timestamptz, text[], uu
                                       LEFT JOIN (SELECT f.run_id, f.token, count(*) AS n FROM fresh f GROUP BY 1, 2) g
                                         ON g.run_id = d.run_id AND g.token = d.token),
        held AS (UPDATE docket.runs r SET claimed_at = greatest(r.claimed_at, $5),
+                  claim_renewed_at = CASE WHEN r.claim_renewed_at < $5 - coalesce(r.lease_ms, 30000) * interval '0.5 millisecond'
+                                          THEN greatest(r.claimed_at, $5) ELSE r.claim_renewed_at END,
                   claim_attempts = CASE WHEN (r.run_id, r.claim_token) IN (SELECT f.run_id, f.token FROM fresh f)
                                         THEN 0 ELSE r.claim_attempts END,
                   event_seq = r.event_seq + (SELECT c.n[array_position($6, r.run_id)] FROM fresh_count c)
@@ -347,6 +349,17 @@ SELECT is((SELECT (claim_started_at, claim_renewed_at, claimed_at)::text FROM do
           ('2040-03-01 00:00:00+00'::timestamptz, '2040-03-01 00:00:40+00'::timestamptz,
            '2040-03-01 00:00:40+00'::timestamptz)::text,
   'a heartbeat renews the claim (claim_renewed_at = the new claimed_at); the claim''s start stays');
+-- A step renews only once half the lease (30 s) has passed since the last renewal.
+SELECT set_config('docket.fake_now', '2040-03-01 00:00:45+00', true);
+SELECT docket.complete_step(run_id, claim_token, 'early', '1') FROM hb_claim;
+SELECT is((SELECT (claim_renewed_at, claimed_at)::text FROM docket.runs r JOIN hb USING (run_id)),
+          ('2040-03-01 00:00:40+00'::timestamptz, '2040-03-01 00:00:45+00'::timestamptz)::text,
+  'a step 5 s after the renewal refreshes claimed_at only');
+SELECT set_config('docket.fake_now', '2040-03-01 00:01:00+00', true);
+SELECT docket.complete_step(run_id, claim_token, 'late', '1') FROM hb_claim;
+SELECT is((SELECT (claim_renewed_at, claimed_at)::text FROM docket.runs r JOIN hb USING (run_id)),
+          ('2040-03-01 00:01:00+00'::timestamptz, '2040-03-01 00:01:00+00'::timestamptz)::text,
+  'a step 20 s after it (more than half the lease) renews the claim too');
 -- 2,000 such claims, written as heartbeats leave them (an UPDATE in this
 -- transaction would leave their old index entries live to it): a claim of
 -- their queue reads a handful of docket.runs buffers, not every long task.

@@ -74,8 +74,9 @@ CREATE TABLE docket.runs (
   claimed_seq      bigint,
   claimed_attempt  integer,
   -- When the claim was last renewed: by its lease, then by each heartbeat or
-  -- refresh_claim (to the claimed_at they write), never by a step or another
-  -- progress refresh, which stay HOT updates. claim_renewed_at <= claimed_at
+  -- refresh_claim (to the claimed_at they write), and by a step only once half
+  -- the lease has passed since the last renewal (other steps, settled waits and
+  -- retain_claim commits leave it: HOT updates). claim_renewed_at <= claimed_at
   -- while the claim is held. runs_claimed is keyed on it, so a claim that is
   -- kept alive by heartbeats leaves the expired class's range; keyed on
   -- claim_started_at, every long task that outlived the TTL was read by every
@@ -120,7 +121,7 @@ COMMENT ON COLUMN docket.runs.claimed_seq IS
 COMMENT ON COLUMN docket.runs.claimed_attempt IS
   'the attempt of the latest claimed event (claimed_seq), its payload''s "attempt"';
 COMMENT ON COLUMN docket.runs.claim_renewed_at IS
-  'when the claim was last renewed (its lease, a heartbeat, refresh_claim): the key of runs_claimed, at most claimed_at while the claim is held';
+  'when the claim was last renewed (its lease, a heartbeat, refresh_claim, a step half a lease after the last renewal): the key of runs_claimed, at most claimed_at while the claim is held';
 
 -- Every index of docket.runs costs every claim and every commit one insertion:
 -- both change indexed columns (claim_token, claim_renewed_at, wake_at,
