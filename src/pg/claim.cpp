@@ -40,11 +40,11 @@ namespace {
 // other queue first. An array condition keeps the key, and only the queue
 // index delivers that order without a sort. The expired class has one index,
 // runs_claimed, keyed on claim_renewed_at (set here, moved by a heartbeat or
-// refresh_claim, by a step only half a lease after the last renewal, so steps
-// of a short task stay HOT updates): claimed_at >=
-// claim_renewed_at, so every expired claim lies in the range claim_renewed_at
-// < cutoff; claimed_at is checked on the row and the few rows in range are
-// sorted by it. A claim kept alive by heartbeats is renewed out of the range. The queue,
+// refresh_claim, and by a step only half a lease after the last renewal, so the
+// steps of a short task stay HOT updates): claimed_at >= claim_renewed_at, so
+// every expired claim lies in the range claim_renewed_at < cutoff; claimed_at
+// is checked on the row and the few rows in range are sorted by it. A claim
+// kept alive by heartbeats or steps is renewed out of the range. The queue,
 // the index's last column, is checked in the index. A claim with a lease
 // (lease_ms, set by claim_tasks) is also checked on the row: it is expired only
 // once its lease has passed too (core/claim.hpp), whatever the TTL ($3).
