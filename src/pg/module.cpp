@@ -6,6 +6,7 @@
 #include "pg/notify.hpp"
 #include "pg/planning.hpp"
 #include "pg/settings.hpp"
+#include "pg/wake.hpp"
 
 extern "C" {
 PG_MODULE_MAGIC;
@@ -15,6 +16,7 @@ void _PG_init(void) {
   docket::pg::settings::define();
   docket::pg::caller::register_reset();
   docket::pg::register_notify_callback();
+  docket::pg::register_wake_callback();
   docket::pg::register_planner_hook();
   // A batch call (claim_tasks, complete_tasks) builds executor state of a few
   // hundred kB in SPI's memory contexts and frees it at SPI_finish. At glibc's

@@ -6,6 +6,7 @@
 
 #include "pg/boundary.hpp"
 #include "pg/settings.hpp"
+#include "pg/wake.hpp"
 
 namespace docket::pg {
 
@@ -40,6 +41,7 @@ void on_xact(XactEvent event, void*) noexcept {
 }  // namespace
 
 void notify_due(const std::string& queue) {
+  wake_on_commit(queue);
   if (!settings::notify()) return;
   if (std::find(pending().begin(), pending().end(), queue) != pending().end()) return;
   const int interval_ms = settings::notify_interval_ms();

@@ -14,6 +14,7 @@
 #include "pg/input_limits.hpp"
 #include "pg/spi.hpp"
 #include "pg/task_store.hpp"
+#include "pg/wake.hpp"
 
 namespace docket::pg {
 
@@ -83,10 +84,12 @@ struct Lease {
 // Operational state only: kept in memory, lost with the session.
 bool prefer_expired_next = false;
 
-Datum claim_tasks(FunctionCallInfo fcinfo) {
+// The arguments claim_tasks and await_tasks share: queue, claim_limit,
+// lease_ms, max_claim_attempts (0-3), at `now`.
+ClaimRequest task_claim_request(FunctionCallInfo fcinfo, Micros now) {
   require(fcinfo, 0, "queue");
   ClaimRequest request;
-  request.policy.now = now_arg(fcinfo, 4);
+  request.policy.now = now;
   request.policy.limit = int32_arg(fcinfo, 1, "claim_limit");
   request.policy.orphan_ttl_ms = int64_arg(fcinfo, 2, "orphan_ttl_ms");
   request.policy.max_claim_attempts = int32_arg(fcinfo, 3, "max_claim_attempts");
@@ -96,6 +99,11 @@ Datum claim_tasks(FunctionCallInfo fcinfo) {
   request.task_facts = true;
   // lease_ms is this claim's lease too: no later claimer takes it over sooner.
   request.lease_ms = stored_lease_ms(request.policy.orphan_ttl_ms);
+  return request;
+}
+
+// Claims as request says and returns the leased tasks as fcinfo's result set.
+Datum claim_into(FunctionCallInfo fcinfo, ClaimRequest& request) {
   if (request.policy.limit == 1) {
     request.policy.preference = prefer_expired_next ? ClaimClass::expired : ClaimClass::ready;
     prefer_expired_next = !prefer_expired_next;
@@ -201,8 +209,27 @@ Datum claim_tasks(FunctionCallInfo fcinfo) {
   return Datum(0);
 }
 
+Datum claim_tasks(FunctionCallInfo fcinfo) {
+  ClaimRequest request = task_claim_request(fcinfo, now_arg(fcinfo, 4));
+  return claim_into(fcinfo, request);
+}
+
+// docket.await_tasks(queue, claim_limit, lease_ms, max_claim_attempts,
+// timeout_ms): await_due, then claim_tasks at the time it claims, whether the
+// wait was woken or timed out (a poll: timers that fell due and expired
+// claims make no commit that wakes it).
+Datum await_tasks(FunctionCallInfo fcinfo) {
+  ClaimRequest request = task_claim_request(fcinfo, store_now());
+  const int timeout_ms = int32_arg(fcinfo, 4, "timeout_ms");
+  validate_timeout(timeout_ms);
+  await_due_work(PG_GETARG_DATUM(0), *request.queue, timeout_ms);
+  request.policy.now = store_now();
+  return claim_into(fcinfo, request);
+}
+
 }  // namespace
 
 }  // namespace docket::pg
 
 DOCKET_FUNCTION(docket_claim_tasks, docket::pg::claim_tasks)
+DOCKET_FUNCTION(docket_await_tasks, docket::pg::await_tasks)

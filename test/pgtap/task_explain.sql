@@ -7,7 +7,7 @@
 --     (pg_stat_get_xact_blocks_fetched), which must stay a handful while the
 --     tables span hundreds of pages, whatever statements the functions use.
 BEGIN;
-SELECT plan(52);
+SELECT plan(54);
 
 -------------------------------------------------------------------------------
 -- Helpers
@@ -97,6 +97,16 @@ SELECT cmp_ok(pg_temp.pages('docket.tasks'), '>', 300::bigint, 'fixture: docket.
 SELECT cmp_ok(pg_temp.pages('docket.task_waits'), '>', 300::bigint, 'fixture: docket.task_waits too');
 
 SET plan_cache_mode = force_generic_plan;
+
+-------------------------------------------------------------------------------
+-- await_due and await_tasks: the look for ready work of a queue (1,000 live
+-- tasks of q3, none due yet) is served by runs_ready_queue
+-------------------------------------------------------------------------------
+SELECT cmp_ok(pg_temp.cost($$SELECT docket.await_due('q3', 0)$$, 'docket.runs'), '<=', 6::bigint,
+  'await_due: its look reads a handful of docket.runs buffers');
+SELECT cmp_ok(pg_temp.cost($$SELECT count(*) FROM docket.await_tasks('q3', 10, 30000, 10, 0)$$,
+                           'docket.runs'), '<=', 12::bigint,
+  'await_tasks: its look and its claim at the timeout read a handful');
 
 -------------------------------------------------------------------------------
 -- spawn_task: the idempotency lookup

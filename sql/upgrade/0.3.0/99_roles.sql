@@ -112,6 +112,8 @@ DECLARE
     'docket.commit(docket.scope, jsonb, bigint, uuid, docket.checkpoint_type, text, timestamptz)',
     'docket.append_events(docket.scope, text, jsonb)',
     'docket.claim_tasks(text, int, bigint, int, timestamptz)',
+    'docket.await_due(text, int)',
+    'docket.await_tasks(text, int, bigint, int, int)',
     'docket.complete_tasks(text[], uuid[], jsonb[])',
     'docket.complete_steps(text[], uuid[], text[], jsonb[])',
     'docket.step_states(text, uuid)',
