@@ -32,6 +32,7 @@
 // (WorkerPoolOptions::claim_connections, default the pool's) and
 // BENCH_FLUSH_CONNECTIONS (WorkerPoolOptions::flush_connections, default the pool's);
 // BENCH_DIAG=1 adds a line on stderr: claims and group commits (calls, sizes, ms).
+// wake reads BENCH_AWAIT_TASKS (1: the default pool, with its waker; 0: without).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -354,6 +355,8 @@ int wake(const std::string& dsn, const std::string& queue, const std::string& pa
   options.conninfo = dsn;
   options.queue = queue;
   options.logger = docket::stderr_logger(docket::LogLevel::warning);
+  // BENCH_AWAIT_TASKS=0: without the waker (NOTIFY and the poller's polls only).
+  options.await_tasks = env_int("BENCH_AWAIT_TASKS", 1) != 0;
   const WakeLatencies ms = wake_latencies(options, queue, count, interval_ms, per_tx, {});
   std::printf("wake pattern=%s interval_ms=%d burst=%d ", pattern.c_str(), interval_ms, per_tx);
   print_latencies(ms);

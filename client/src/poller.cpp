@@ -50,14 +50,27 @@ Poller::~Poller() {
 void Poller::start() {
   thread_ = std::thread([this] { run(); });
   if (pool_->options.claim_connections > 1) assistant_ = std::thread([this] { assist(); });
+  if (pool_->options.await_tasks) waker_ = std::thread([this] { wake_loop(); });
 }
 
 void Poller::stop() {
   stopping_.store(true);
   pool_->poller_wake.signal();
   pool_->nudge();
+  {
+    // A wait in await_tasks ends with its timeout; cancel it rather than wait.
+    const std::lock_guard<std::mutex> lock(waker_mutex_);
+    if (waker_connection_ != nullptr) {
+      try {
+        waker_connection_->cancel_query();
+      } catch (const std::exception&) {
+        // The wait then ends at its timeout (at most poll_interval, 1 s).
+      }
+    }
+  }
   if (thread_.joinable()) thread_.join();
   if (assistant_.joinable()) assistant_.join();
+  if (waker_.joinable()) waker_.join();
 }
 
 int Poller::capacity() const noexcept {
@@ -90,7 +103,7 @@ void Poller::assist() {
         connection->set_variable("application_name", "'docket_claimer'");
         if (options.claim_async_commit) connection->set_variable("synchronous_commit", "off");
       }
-      if (claim(*connection, reserved) < reserved) busy_.store(false);
+      if (claim(*connection, reserved) < reserved && busy_.exchange(false)) pool_->nudge();
       backoff = kFirstBackoff;
     } catch (const std::exception& e) {
       // claim() gave the reserved slots back; the poller claims alone meanwhile.
@@ -102,6 +115,103 @@ void Poller::assist() {
       pool_->wait_until(until, [&] { return stopping_.load(); });
       backoff = std::min(backoff * 2, kMaxBackoff);
     }
+  }
+}
+
+void Poller::wake_loop() {
+  const WorkerPoolOptions& options = pool_->options;
+  std::chrono::milliseconds backoff = kFirstBackoff;
+  bool closed = false;
+  while (!stopping_.load() && !closed) {
+    std::unique_ptr<pqxx::connection> connection;
+    try {
+      connection = connect(options);
+      connection->set_variable("application_name", "'docket_waker'");
+      if (options.claim_async_commit) connection->set_variable("synchronous_commit", "off");
+      const bool available = autocommit(
+          *connection, false, [](pqxx::transaction_base& tx) { return sql::has_await_tasks(tx); });
+      if (!available) {
+        pool_->log(LogLevel::info, "queue " + options.queue +
+                                       ": the server's docket has no await_tasks; waking by "
+                                       "NOTIFY and polls only");
+        return;
+      }
+      {
+        const std::lock_guard<std::mutex> lock(waker_mutex_);
+        waker_connection_ = connection.get();
+      }
+      backoff = kFirstBackoff;  // connected: a later failure starts over
+      wake_serve(*connection);
+      closed = true;  // it returns when stopping or when claims are closed (OnStuck::exit)
+    } catch (const std::exception& e) {
+      if (!stopping_.load()) {
+        pool_->log(LogLevel::warning, "waker of queue " + options.queue + ": " + e.what() +
+                                          "; reconnecting in " + std::to_string(backoff.count()) +
+                                          " ms");
+      }
+    }
+    waker_serving_.store(false);
+    {
+      const std::lock_guard<std::mutex> lock(waker_mutex_);
+      waker_connection_ = nullptr;
+    }
+    connection.reset();
+    if (stopping_.load() || closed) break;
+    pool_->wait_until(Clock::now() + backoff, [&] { return stopping_.load(); });
+    backoff = std::min(backoff * 2, kMaxBackoff);
+  }
+}
+
+void Poller::wake_serve(pqxx::connection& connection) {
+  const WorkerPoolOptions& options = pool_->options;
+  // A wait ends at least every poll_interval (at most 1 s): the snapshot its
+  // statement holds is never old.
+  const int timeout_ms =
+      static_cast<int>(std::clamp<std::int64_t>(options.poll_interval.count(), 1, 1000));
+  // After a wake-up that claimed nothing (rows another claimer has locked and
+  // not yet committed, plain runs of the queue handed back), await_tasks may find
+  // that work again at once: pause 1 ms, doubling while fruitless wake-ups come
+  // back to back, up to poll_interval.
+  Clock::duration pause = Clock::duration::zero();
+  Clock::time_point last_fruitless = Clock::now() - std::chrono::hours(1);
+  waker_serving_.store(true);
+  while (!stopping_.load()) {
+    if (pause > Clock::duration::zero()) {
+      const Clock::time_point until = Clock::now() + pause;
+      pool_->wait_until(until, [&] { return stopping_.load(); });
+      if (stopping_.load()) break;
+    }
+    // Only while a wake-up can be used: a free slot and no backlog (the
+    // claimers are at it then).
+    const bool idle = pool_->wait_until(Clock::now() + options.poll_interval, [&] {
+      return stopping_.load() || pool_->claims_closed() ||
+             (!busy_.load() && capacity() - pool_->active() > 0);
+    });
+    if (stopping_.load() || pool_->claims_closed()) break;
+    if (!idle) continue;
+    // The slots are reserved while it waits: work that becomes due meanwhile
+    // wakes this wait, and the claim at its timeout is a poll (timers that
+    // fell due, expired claims), so the poller has nothing to claim meanwhile.
+    const int reserved = pool_->reserve_slots(options.batch_size, capacity());
+    if (reserved == 0) continue;
+    const int got = claim(connection, reserved, timeout_ms);
+    if (got < 0) {
+      pause = Clock::duration::zero();  // the wait timed out
+      continue;
+    }
+    if (got == 0) {
+      // Back to back (within twice the pause): double it; else start at 1 ms
+      // (another claimer took this wake-up's work: nothing to back off from).
+      const Clock::time_point now = Clock::now();
+      const Clock::duration first = std::chrono::milliseconds(1);
+      pause = now - last_fruitless <= 2 * pause + std::chrono::milliseconds(10)
+                  ? std::min<Clock::duration>(std::max(pause * 2, first), options.poll_interval)
+                  : first;
+      last_fruitless = now;
+      continue;
+    }
+    pause = Clock::duration::zero();
+    if (got == reserved) pool_->poller_wake.signal();  // a full batch: the poller claims the rest
   }
 }
 
@@ -163,12 +273,15 @@ void Poller::serve(bool& claimed) {
           claim_now = true;
           continue;
         }
-        busy_.store(false);
+        if (busy_.exchange(false)) pool_->nudge();  // the waker may wait again
       }
     }
     connection_->get_notifs();  // includes what arrived during the claim
     if (due_) {
       due_ = false;
+      // The waker was woken by the same commit (or finds its work when it next
+      // waits): a claim here would race it for the same rows.
+      if (waker_serving_.load()) continue;
       claim_now = true;
       // The producer's later spawns within its debounce window send no NOTIFY:
       // cover the window (hot polls) and claim once more after it (trailing edge).
@@ -178,8 +291,9 @@ void Poller::serve(bool& claimed) {
     const Clock::time_point now = Clock::now();
     Clock::time_point next_claim = last_poll + options.poll_interval;
     if (window_end != Clock::time_point::min()) {
-      if (last_poll >= window_end) {
-        window_end = Clock::time_point::min();  // the trailing-edge claim is done
+      if (last_poll >= window_end || waker_serving_.load()) {
+        // The trailing-edge claim is done, or the waker covers the rest.
+        window_end = Clock::time_point::min();
       } else {
         const Clock::duration hot = options.debounce_poll_interval;
         next_claim = std::min(next_claim, hot > Clock::duration::zero()
@@ -226,24 +340,38 @@ void Poller::serve(bool& claimed) {
   receiver.reset();
 }
 
-int Poller::claim(pqxx::connection& connection, int reserved) {
+int Poller::claim(pqxx::connection& connection, int reserved, int await_ms) {
   const WorkerPoolOptions& options = pool_->options;
   const Clock::time_point started = Clock::now();
   std::vector<sql::ClaimedTask> tasks;
   try {
     tasks = autocommit(connection, true, [&](pqxx::transaction_base& tx) {
-      return sql::claim_tasks(tx, options.queue, reserved, options.lease.count(),
-                              options.max_claim_attempts);
+      if (await_ms < 0) {
+        return sql::claim_tasks(tx, options.queue, reserved, options.lease.count(),
+                                options.max_claim_attempts);
+      }
+      return sql::await_tasks(tx, options.queue, reserved, options.lease.count(),
+                              options.max_claim_attempts, await_ms);
     });
   } catch (...) {
-    AtomicCounters::add(pool_->counters.claim_errors);
+    // stop() cancels the waker's wait: not an error.
+    if (!stopping_.load()) AtomicCounters::add(pool_->counters.claim_errors);
     pool_->unreserve_slots(reserved);
     throw;
   }
-  pool_->counters.claim_seconds.observe(nanos_since(started));
   const Clock::time_point done = Clock::now();
-  prefetch_.observe(done - started, pool_->counters.started.load(), done);
-  const Clock::time_point claimed_at = started;  // the lease began no earlier
+  if (await_ms < 0) {
+    pool_->counters.claim_seconds.observe(nanos_since(started));
+    prefetch_.observe(done - started, pool_->counters.started.load(), done);
+  } else if (tasks.empty() && done - started >= std::chrono::milliseconds(await_ms)) {
+    // The wait timed out. (An awaited claim's duration includes its wait: it
+    // is neither a claim latency nor a prefetch sample.)
+    pool_->unreserve_slots(reserved);
+    return -1;
+  }
+  // The lease began no earlier (after an awaited claim's wait, later: its
+  // claims are released half a lease after the call began, a little early).
+  const Clock::time_point claimed_at = started;
   const int got = static_cast<int>(tasks.size());
   pool_->unreserve_slots(reserved - got);
   std::vector<QueuedClaim> queued;

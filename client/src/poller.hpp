@@ -14,12 +14,18 @@
 // claim that waited in the local queue for half the lease is released (handed
 // back to the database). It owns one connection; when that breaks it reconnects
 // with backoff.
-// The active count belongs to the pool, so a restarted poller starts from the
-// runners still alive.
+// Beside it a waker (WorkerPoolOptions::await_tasks) with its own connection
+// claims by docket.await_tasks while the pool has a free slot and no backlog:
+// the call waits on the server, every commit that makes work of the queue due
+// wakes it without NOTIFY or debounce, and it claims at once in the same call. While the waker
+// serves, the poller ignores NOTIFY (the same commits woke the waker) and covers no debounce
+// window. The active count belongs to the pool, so a restarted poller starts from the runners still
+// alive.
 #pragma once
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 #include <pqxx/pqxx>
@@ -63,9 +69,15 @@ class Poller {
   void serve(bool& claimed);
   // Claims `reserved` tasks at most (slots already reserved) on `connection`
   // into the local queue, gives back the slots it did not fill; returns how many.
-  int claim(pqxx::connection& connection, int reserved);
+  // await_ms >= 0: by docket.await_tasks, waiting up to await_ms for work; -1
+  // when the wait timed out.
+  int claim(pqxx::connection& connection, int reserved, int await_ms = -1);
   // The assistant claimer's thread: claims while busy_ and capacity allow.
   void assist();
+  // The waker's thread: claims by docket.await_tasks, which waits for work.
+  void wake_loop();
+  // One incarnation of the waker on `connection` (throws when it breaks).
+  void wake_serve(pqxx::connection& connection);
   // Claims the pool may hold now: concurrency + the prefetch (PrefetchSizer).
   int capacity() const noexcept;
   // The refill threshold: half a batch (or the capacity), at least 1.
@@ -92,8 +104,15 @@ class Poller {
   std::atomic<bool> busy_{false};
   Clock::time_point next_fire_ = Clock::time_point::min();  // poller thread only
   PrefetchSizer prefetch_;
+  // The waker is connected and serves (its server has await_tasks): the poller
+  // then neither claims on a NOTIFY nor covers a debounce window.
+  std::atomic<bool> waker_serving_{false};
+  // The waker's connection while it is open, for stop() to cancel its wait.
+  std::mutex waker_mutex_;
+  pqxx::connection* waker_connection_ = nullptr;  // guarded by waker_mutex_
   std::thread thread_;
   std::thread assistant_;
+  std::thread waker_;
 };
 
 }  // namespace docket::detail

@@ -61,6 +61,13 @@ constexpr StatementText kStatements[] = {
      "SELECT run_id, claim_token::text, task_name, params::text, headers::text, attempt, "
      "checkpoint_seq, wake_reason, steps::text FROM docket.claim_tasks($1, $2::int, $3::bigint, "
      "$4::int)"},
+    {"docket_await_tasks",
+     "SELECT run_id, claim_token::text, task_name, params::text, headers::text, attempt, "
+     "checkpoint_seq, wake_reason, steps::text FROM docket.await_tasks($1, $2::int, $3::bigint, "
+     "$4::int, $5::int)"},
+    {"docket_has_await_tasks",
+     "SELECT to_regprocedure('docket.await_tasks(text, integer, bigint, integer, integer)') IS "
+     "NOT NULL"},
     {"docket_step_states", "SELECT step_name, value::text FROM docket.step_states($1, $2::uuid)"},
     {"docket_complete_step", "SELECT docket.complete_step($1, $2::uuid, $3, $4::jsonb)::text"},
     {"docket_complete_steps",
@@ -325,12 +332,16 @@ int fire_schedules(pqxx::transaction_base& tx) {
   return tx.exec_prepared1("docket_fire_schedules")[0].as<int>();
 }
 
-std::vector<ClaimedTask> claim_tasks(pqxx::transaction_base& tx, const std::string& queue,
-                                     int claim_limit, std::int64_t lease_ms,
-                                     int max_claim_attempts) {
+bool has_await_tasks(pqxx::transaction_base& tx) {
+  return tx.exec_prepared1("docket_has_await_tasks")[0].as<bool>();
+}
+
+namespace {
+
+// The rows of claim_tasks and await_tasks (the same columns).
+std::vector<ClaimedTask> claimed_tasks(const pqxx::result& rows) {
   std::vector<ClaimedTask> out;
-  for (const pqxx::row& row :
-       tx.exec_prepared("docket_claim_tasks", queue, claim_limit, lease_ms, max_claim_attempts)) {
+  for (const pqxx::row& row : rows) {
     ClaimedTask task;
     task.run_id = row[0].as<std::string>();
     task.claim_token = row[1].as<std::string>();
@@ -347,6 +358,22 @@ std::vector<ClaimedTask> claim_tasks(pqxx::transaction_base& tx, const std::stri
     out.push_back(std::move(task));
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<ClaimedTask> claim_tasks(pqxx::transaction_base& tx, const std::string& queue,
+                                     int claim_limit, std::int64_t lease_ms,
+                                     int max_claim_attempts) {
+  return claimed_tasks(
+      tx.exec_prepared("docket_claim_tasks", queue, claim_limit, lease_ms, max_claim_attempts));
+}
+
+std::vector<ClaimedTask> await_tasks(pqxx::transaction_base& tx, const std::string& queue,
+                                     int claim_limit, std::int64_t lease_ms, int max_claim_attempts,
+                                     int timeout_ms) {
+  return claimed_tasks(tx.exec_prepared("docket_await_tasks", queue, claim_limit, lease_ms,
+                                        max_claim_attempts, timeout_ms));
 }
 
 std::map<std::string, Json> step_states(pqxx::transaction_base& tx, const std::string& run_id,

@@ -3,6 +3,7 @@
 // started task, and a hook that throws changes no outcome.
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdio>
 #include <map>
@@ -222,18 +223,29 @@ TEST_F(PoolHooksTest, LeaseWarningFiresBetweenStartAndEnd) {
   };
   WorkerPool pool(std::move(catalog), o);
   pool.start();
-  ASSERT_TRUE(eventually([&] { return recorder.ended() == 1; }, 120s));
+  ASSERT_TRUE(eventually([&] { return recorder.ended() >= 1; }, 120s));
   pool.stop();
 
+  // The first start, then the warning, then an end. The run makes no progress
+  // for a lease, so its claim may also expire and be recovered (by this pool's
+  // own poll) while it blocks: a second start may come before the first end,
+  // whose outcome is then lost (the fence moved on).
   const std::vector<Recorder::Event> events = recorder.of(run_id);
-  ASSERT_EQ(events.size(), 3u);
+  ASSERT_GE(events.size(), 3u);
   EXPECT_EQ(events[0].kind, "start");
-  EXPECT_EQ(events[1].kind, "warning");
-  EXPECT_EQ(events[2].kind, "end");
+  const auto kind_is = [](const char* kind) {
+    return [kind](const Recorder::Event& e) { return e.kind == kind; };
+  };
+  const auto warning = std::find_if(events.begin(), events.end(), kind_is("warning"));
+  ASSERT_NE(warning, events.end());
+  const auto end = std::find_if(warning, events.end(), kind_is("end"));
+  ASSERT_NE(end, events.end());
+  const bool recovered = std::count_if(events.begin(), end, kind_is("start")) > 1;
   // It returned after the warning; on a slow machine the watchdog may have
   // stopped it at two leases first, so either outcome is right.
-  EXPECT_TRUE(events[2].outcome == "completed" || events[2].outcome == "stopped")
-      << events[2].outcome;
+  EXPECT_TRUE(end->outcome == "completed" || end->outcome == "stopped" ||
+              (recovered && end->outcome == "lost"))
+      << end->outcome;
   EXPECT_GE(pool.metrics().lease_warnings, 1u);
 }
 

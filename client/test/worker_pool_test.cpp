@@ -695,6 +695,46 @@ TEST_F(WorkerPoolTest, AFreedSlotWakesThePollerWithoutPollOrNotify) {
   EXPECT_EQ(pool.counters().completed, ids.size());
 }
 
+// The waker (WorkerPoolOptions::await_tasks): with no LISTEN, no schedules and
+// a poll interval of an hour, once the poller's first claim has found the
+// queue empty, a task spawned into the idle pool starts only because its
+// commit set the latch of the waker's backend, waiting in docket.await_tasks
+// (or because await_tasks found it due when the waker began to wait).
+TEST_F(WorkerPoolTest, ACommitWakesTheWakerWithoutPollOrNotify) {
+  TaskCatalog catalog =
+      TaskCatalog::Builder().add("t", [](Context&, const Json& p) { return p; }).build();
+  WorkerPoolOptions o = options();
+  o.listen = false;
+  o.fire_schedules = false;
+  o.poll_interval = std::chrono::hours(1);
+  WorkerPool pool(catalog, o);
+  pool.start();
+  ASSERT_TRUE(eventually([&] { return pool.metrics().claim_seconds.count >= 1; }, 20s));
+  for (int i = 0; i < 3; ++i) {
+    const std::string id = spawn("t", Json{{"n", i}});
+    ASSERT_TRUE(eventually([&] { return state(id) == "completed"; }, 20s)) << id;
+  }
+  pool.stop();
+  EXPECT_EQ(pool.counters().completed, 3u);
+}
+
+// Without the waker, NOTIFY wakes the poller (the same setup otherwise).
+TEST_F(WorkerPoolTest, ANotifyWakesThePollerWithoutTheWaker) {
+  TaskCatalog catalog =
+      TaskCatalog::Builder().add("t", [](Context&, const Json& p) { return p; }).build();
+  WorkerPoolOptions o = options();
+  o.await_tasks = false;
+  o.fire_schedules = false;
+  o.poll_interval = std::chrono::hours(1);
+  WorkerPool pool(catalog, o);
+  pool.start();
+  ASSERT_TRUE(eventually([&] { return pool.metrics().claim_seconds.count >= 1; }, 20s));
+  const std::string id = spawn("t", Json{{"n", 1}});
+  ASSERT_TRUE(eventually([&] { return state(id) == "completed"; }, 20s));
+  pool.stop();
+  EXPECT_EQ(pool.counters().completed, 1u);
+}
+
 TEST_F(WorkerPoolTest, PollerReconnectsAfterItsConnectionIsTerminated) {
   TaskCatalog catalog =
       TaskCatalog::Builder().add("t", [](Context&, const Json& p) { return p; }).build();

@@ -119,6 +119,13 @@ struct ClaimedTask {
 std::vector<ClaimedTask> claim_tasks(pqxx::transaction_base& tx, const std::string& queue,
                                      int claim_limit, std::int64_t lease_ms,
                                      int max_claim_attempts);
+// docket.await_tasks: claim_tasks once work of the queue is ready, waiting up
+// to timeout_ms for a commit that makes some due (no rows at the timeout).
+std::vector<ClaimedTask> await_tasks(pqxx::transaction_base& tx, const std::string& queue,
+                                     int claim_limit, std::int64_t lease_ms, int max_claim_attempts,
+                                     int timeout_ms);
+// Whether the server's docket has await_tasks (0.3.0 and later).
+bool has_await_tasks(pqxx::transaction_base& tx);
 std::map<std::string, Json> step_states(pqxx::transaction_base& tx, const std::string& run_id,
                                         const std::string& token);
 Json complete_step(pqxx::transaction_base& tx, const std::string& run_id, const std::string& token,

@@ -151,6 +151,13 @@ struct WorkerPoolOptions {
   // debounce_poll_interval = 0: only the trailing-edge claim.
   std::chrono::milliseconds notify_debounce{100};
   std::chrono::microseconds debounce_poll_interval{1000};
+  // A waker connection claims by docket.await_tasks while the pool has a free
+  // slot and no backlog: the call waits on the server (at most poll_interval,
+  // 1 s), every commit that makes work of the queue due sets its backend's
+  // latch (no NOTIFY, no debounce), and it claims in the same call. The poller
+  // then ignores NOTIFY and claims inside no debounce window. false, or a
+  // server without await_tasks: NOTIFY and the polls above only.
+  bool await_tasks = true;
   // Group commit (see docs/tasks.md "Group commit"): one transaction commits up
   // to flush_max_batch step checkpoints and completions, waiting at most
   // flush_max_delay for more to arrive; a runner goes on only once it committed.
