@@ -391,6 +391,7 @@ Clock::time_point Poller::fire_schedules() {
   try {
     const int fired = autocommit(
         *connection_, true, [](pqxx::transaction_base& tx) { return sql::fire_schedules(tx); });
+    AtomicCounters::add(pool_->counters.schedule_checks);
     if (fired > 0) {
       pool_->counters.fired.fetch_add(static_cast<std::uint64_t>(fired));
       pool_->log(LogLevel::debug, "poller of queue " + options.queue + " fired " +

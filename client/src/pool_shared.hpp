@@ -48,6 +48,7 @@ struct AtomicCounters {
   std::atomic<std::uint64_t> stuck{0};
   std::atomic<std::uint64_t> released{0};         // [docket_claims_released_total]
   std::atomic<std::uint64_t> fired{0};            // [docket_schedules_fired_total]
+  std::atomic<std::uint64_t> schedule_checks{0};  // fire_schedules calls that returned
   std::atomic<std::uint64_t> claim_errors{0};     // [docket_claim_errors_total]
   std::atomic<std::uint64_t> lease_warnings{0};   // [docket_lease_warnings_total]
   std::atomic<std::uint64_t> poller_restarts{0};  // [docket_poller_restarts_total]

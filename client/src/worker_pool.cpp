@@ -404,6 +404,7 @@ PoolCounters WorkerPool::Impl::counters() const {
   out.stuck = c.stuck.load();
   out.released = c.released.load();
   out.fired = c.fired.load();
+  out.schedule_checks = c.schedule_checks.load();
   out.active = static_cast<std::uint64_t>(std::max(0, shared_->active()));
   const HistogramSnapshot claims = c.claim_seconds.snapshot();
   out.claim_latency_ms =

@@ -147,9 +147,10 @@ TEST_F(ScheduleTest, FiresWhenTheFakeClockReachesTheTick) {
   {
     WorkerPool early(recording_catalog(seen), options(queue, "2030-01-01T00:00:59Z"));
     early.start();
-    // Wait until its poller has certainly called fire_schedules: a claim call
-    // comes after the first firing in every poll loop iteration.
-    ASSERT_TRUE(eventually([&] { return early.counters().claim_latency_ms > 0; }));
+    // Wait until its poller has certainly called fire_schedules. (Not for a
+    // claim call: while the waker holds every slot in await_tasks, the poller
+    // claims nothing.)
+    ASSERT_TRUE(eventually([&] { return early.counters().schedule_checks > 0; }));
     early.stop();
     EXPECT_EQ(early.counters().fired, 0u);
   }
@@ -171,11 +172,15 @@ TEST_F(ScheduleTest, PoolWithFiringOffFiresNothing) {
   auto seen = std::make_shared<Seen>();
   WorkerPoolOptions o = options(queue, "2030-01-01T00:05:30Z");
   o.fire_schedules = false;
+  // No waker: the poller claims in every iteration of its loop, so a claim call
+  // shows it has passed the point where it would have fired.
+  o.await_tasks = false;
   WorkerPool pool(recording_catalog(seen), o);
   pool.start();
   ASSERT_TRUE(eventually([&] { return pool.counters().claim_latency_ms > 0; }));
   pool.stop();
   EXPECT_EQ(pool.counters().fired, 0u);
+  EXPECT_EQ(pool.counters().schedule_checks, 0u);
   pqxx::connection connection("dbname=" + database_);
   EXPECT_EQ(scalar(connection,
                    "SELECT count(*) FROM docket.tasks WHERE headers ->> "

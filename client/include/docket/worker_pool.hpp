@@ -214,6 +214,8 @@ struct PoolCounters {
   std::uint64_t fired = 0;      // schedule ticks this pool's poller fired (tasks spawned)
   std::uint64_t active = 0;     // claims held now (running or queued locally)
   double claim_latency_ms = 0;  // mean duration of a claim call
+  // The poller's calls of docket.fire_schedules that returned.
+  std::uint64_t schedule_checks = 0;
 };
 
 class WorkerPool {
