@@ -135,12 +135,12 @@ SELECT results_eq(
 SELECT is((SELECT count(DISTINCT claim_token) FROM last WHERE claim_token IS NOT NULL), 4::bigint,
   'every lease carries its own fresh token');
 SELECT results_eq(
-  $$SELECT r.run_id, r.claim_token, r.claimed_at, r.wake_at, r.claim_attempts
-      FROM docket.runs r JOIN last USING (run_id) ORDER BY r.run_id$$,
+  $$SELECT run_id COLLATE "default", r.claim_token, r.claimed_at, r.wake_at, r.claim_attempts
+      FROM docket.runs r JOIN last USING (run_id) ORDER BY run_id$$,
   $$SELECT run_id, claim_token, pg_temp.t(0), NULL::timestamptz, 1 FROM last ORDER BY run_id$$,
   'the row stores the token and claimed_at, clears wake_at and counts the attempt');
 SELECT results_eq(
-  $$SELECT run_id, wake_at, claim_token FROM docket.runs
+  $$SELECT run_id COLLATE "default", wake_at, claim_token FROM docket.runs
      WHERE run_id IN ('later', 'waiting', 'done', 'failed', 'cancelled') ORDER BY run_id$$,
   $$VALUES ('cancelled', pg_temp.t(-10), NULL::uuid), ('done', pg_temp.t(-10), NULL),
            ('failed', pg_temp.t(-10), NULL), ('later', pg_temp.t(0.000001), NULL),

@@ -178,7 +178,7 @@ SELECT is(pg_temp.join('m1', 'j', 'mc') ->> 'status', 'suspended', 'm1 waits for
 SELECT is(pg_temp.join('m2', 'j#2', 'mc') ->> 'status', 'suspended', 'm2 waits for mc');
 SELECT pg_temp.at(401);
 SELECT lives_ok($$SELECT docket.complete_task(pg_temp.id('mc'), pg_temp.tok('mc'), '"ok"')$$, 'mc completes');
-SELECT results_eq($$SELECT run_id, document ->> 'wake_reason', wake_at FROM docket.runs
+SELECT results_eq($$SELECT run_id COLLATE "default", document ->> 'wake_reason', wake_at FROM docket.runs
                     WHERE run_id IN (pg_temp.id('m1'), pg_temp.id('m2')) ORDER BY run_id$$,
   $$SELECT run_id, 'child', pg_temp.t(401) FROM ids WHERE name IN ('m1', 'm2') ORDER BY run_id$$,
   'both parents are woken');

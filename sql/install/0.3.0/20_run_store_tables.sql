@@ -36,8 +36,15 @@ COMMENT ON FUNCTION docket._run_row_valid(text, bigint, integer, integer, uuid, 
   'Internal: the CHECK of docket.runs (runs_row_valid): a known status, counters >= 0, claim token and claimed_at together, poison time and reason together.';
 REVOKE ALL ON FUNCTION docket._run_row_valid(text, bigint, integer, integer, uuid, timestamptz, timestamptz, text) FROM PUBLIC;
 
+-- Run ids compare bytewise (COLLATE "C") in every table of docket: each
+-- comparison of a key descent is a memcmp, not the database collation's
+-- strcoll, and the primary keys order run ids as the claim scans, the lock
+-- order of the batch calls (sorted in C++) and the run_id tie-breaks do, in
+-- any database collation. All of them are "C", so that a join of two of the
+-- columns keeps its indexes (a comparison of a "C" column with a column of
+-- another collation takes neither's index).
 CREATE TABLE docket.runs (
-  run_id           text NOT NULL PRIMARY KEY,
+  run_id           text COLLATE "C" NOT NULL PRIMARY KEY,
   tenant_id        text,  -- NULL: tenantless
   queue            text NOT NULL,
   graph_id         text NOT NULL,
@@ -179,7 +186,7 @@ CREATE INDEX runs_waiting ON docket.runs (queue) WHERE status = 'waiting';
 -- left end, where pages split in half (measured: about 1.8x the pages and 1.5x
 -- the insert time).
 CREATE TABLE docket.run_heads (
-  run_id      text NOT NULL CHECK (run_id <> ''),
+  run_id      text COLLATE "C" NOT NULL CHECK (run_id <> ''),
   tenant_id   text CHECK (tenant_id <> ''),  -- NULL: tenantless
   queue       text NOT NULL CHECK (queue <> '' AND octet_length(queue) <= 128),
   graph_id    text NOT NULL,
@@ -195,12 +202,7 @@ CREATE INDEX run_heads_tenant
 CREATE INDEX run_heads_graph
   ON docket.run_heads (graph_id, started_at, run_id, graph_hash, tenant_id);
 
--- The per-run event log (a task's history). Its run ids compare bytewise
--- (COLLATE "C"), as the claim scans order them, not by the database's
--- collation (strcoll at every comparison of an insert's descent): where a
--- log's run_id meets a run_id of the default collation, the comparison takes
--- "C", so the log's readers look the run up by the argument, never by a join
--- on the two columns (src/pg/events.cpp, sql/plans_read.sql). No foreign key
+-- The per-run event log (a task's history). No foreign key
 -- (a trigger and a key-share lock per event, on the hot path): every writer
 -- holds the run's row lock, which proves the run exists, and deleting runs
 -- deletes their events (runs_deleted).

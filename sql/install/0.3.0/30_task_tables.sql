@@ -10,7 +10,7 @@
 -- No foreign key to docket.runs (a spawn writes the task, its run and its head
 -- from the same values): deleting runs deletes their task rows (runs_deleted).
 CREATE TABLE docket.tasks (
-  run_id           text PRIMARY KEY,
+  run_id           text COLLATE "C" PRIMARY KEY,
   tenant_key       text NOT NULL,             -- '' for tenantless, else the tenant id
   queue            text NOT NULL,
   task_name        text NOT NULL,
@@ -39,7 +39,7 @@ COMMENT ON COLUMN docket.tasks.retry IS
 -- foreign key: every writer holds the run's row lock, and deleting runs
 -- deletes their steps (runs_deleted).
 CREATE TABLE docket.task_steps (
-  run_id       text NOT NULL,
+  run_id       text COLLATE "C" NOT NULL,
   step_name    text NOT NULL,
   value        jsonb,
   completed_at timestamptz NOT NULL,
@@ -65,11 +65,11 @@ CREATE INDEX task_events_emitted ON docket.task_events (emitted_at);
 COMMENT ON TABLE docket.task_events IS 'emitted events (first emit wins) and the slots waiters lock';
 
 CREATE TABLE docket.task_waits (
-  run_id     text NOT NULL REFERENCES docket.runs (run_id) ON DELETE CASCADE,
+  run_id     text COLLATE "C" NOT NULL REFERENCES docket.runs (run_id) ON DELETE CASCADE,
   step_name  text NOT NULL,
   kind       text NOT NULL CHECK (kind IN ('event', 'child')),
   tenant_key text NOT NULL,
-  target     text NOT NULL,                   -- event name or child run id
+  target     text COLLATE "C" NOT NULL,       -- event name or child run id
   timeout_at timestamptz,
   PRIMARY KEY (run_id, step_name)
 );

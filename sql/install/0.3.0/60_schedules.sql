@@ -15,7 +15,7 @@ CREATE TABLE docket.schedules (
   options jsonb NOT NULL,
   next_run_at timestamptz NOT NULL,  -- the next tick not yet fired
   last_tick_at timestamptz,          -- the tick the last spawned task stands for
-  last_run_id text,
+  last_run_id text COLLATE "C",
   created_at timestamptz NOT NULL,
   updated_at timestamptz NOT NULL
 );
