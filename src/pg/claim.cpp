@@ -50,14 +50,15 @@ namespace {
 // once its lease has passed too (core/claim.hpp), whatever the TTL ($3).
 Statement candidates_statement{
     "SELECT false, run_id, wake_at, claim_attempts, NULL::bigint, claimed_seq, claimed_attempt,"
-    " claim_started_at FROM (SELECT run_id, wake_at, claim_attempts, claimed_seq, claimed_attempt,"
-    " claim_started_at"
+    " claim_started_at, ctid FROM (SELECT run_id, wake_at, claim_attempts, claimed_seq,"
+    " claimed_attempt, claim_started_at, ctid"
     " FROM docket.runs WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL"
     " AND wake_at IS NOT NULL AND wake_at <= $1"
     " ORDER BY wake_at, run_id COLLATE \"C\" LIMIT $2 FOR UPDATE SKIP LOCKED) AS ready"
     " UNION ALL SELECT true, run_id, claimed_at, claim_attempts, lease_ms, claimed_seq,"
-    " claimed_attempt, claim_started_at FROM (SELECT run_id, claimed_at, claim_attempts, lease_ms,"
-    " claimed_seq, claimed_attempt, claim_started_at FROM docket.runs WHERE status = 'running'"
+    " claimed_attempt, claim_started_at, ctid FROM (SELECT run_id, claimed_at, claim_attempts,"
+    " lease_ms, claimed_seq, claimed_attempt, claim_started_at, ctid FROM docket.runs"
+    " WHERE status = 'running'"
     " AND poisoned_at IS NULL AND claim_token IS NOT NULL AND claim_renewed_at < $3"
     " AND claimed_at < $3 AND (lease_ms IS NULL"
     " OR claimed_at + lease_ms * interval '1 millisecond' < $1)"
@@ -68,14 +69,15 @@ Statement candidates_statement{
 
 Statement candidates_queue_statement{
     "SELECT false, run_id, wake_at, claim_attempts, NULL::bigint, claimed_seq, claimed_attempt,"
-    " claim_started_at FROM (SELECT run_id, wake_at, claim_attempts, claimed_seq, claimed_attempt,"
-    " claim_started_at"
+    " claim_started_at, ctid FROM (SELECT run_id, wake_at, claim_attempts, claimed_seq,"
+    " claimed_attempt, claim_started_at, ctid"
     " FROM docket.runs WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL"
     " AND wake_at IS NOT NULL AND queue = ANY(ARRAY[$4]) AND wake_at <= $1"
     " ORDER BY queue, wake_at, run_id COLLATE \"C\" LIMIT $2 FOR UPDATE SKIP LOCKED) AS ready"
     " UNION ALL SELECT true, run_id, claimed_at, claim_attempts, lease_ms, claimed_seq,"
-    " claimed_attempt, claim_started_at FROM (SELECT run_id, claimed_at, claim_attempts, lease_ms,"
-    " claimed_seq, claimed_attempt, claim_started_at FROM docket.runs WHERE status = 'running'"
+    " claimed_attempt, claim_started_at, ctid FROM (SELECT run_id, claimed_at, claim_attempts,"
+    " lease_ms, claimed_seq, claimed_attempt, claim_started_at, ctid FROM docket.runs"
+    " WHERE status = 'running'"
     " AND poisoned_at IS NULL AND claim_token IS NOT NULL AND claim_renewed_at < $3"
     " AND claimed_at < $3 AND queue = $4 AND (lease_ms IS NULL"
     " OR claimed_at + lease_ms * interval '1 millisecond' < $1)"
@@ -90,14 +92,15 @@ Statement candidates_queue_statement{
 // another tenant's run is never locked, leased or poisoned.
 Statement candidates_bound_statement{
     "SELECT false, run_id, wake_at, claim_attempts, NULL::bigint, claimed_seq, claimed_attempt,"
-    " claim_started_at FROM (SELECT run_id, wake_at, claim_attempts, claimed_seq, claimed_attempt,"
-    " claim_started_at"
+    " claim_started_at, ctid FROM (SELECT run_id, wake_at, claim_attempts, claimed_seq,"
+    " claimed_attempt, claim_started_at, ctid"
     " FROM docket.runs WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL"
     " AND wake_at IS NOT NULL AND wake_at <= $1 AND tenant_id = ANY($4)"
     " ORDER BY wake_at, run_id COLLATE \"C\" LIMIT $2 FOR UPDATE SKIP LOCKED) AS ready"
     " UNION ALL SELECT true, run_id, claimed_at, claim_attempts, lease_ms, claimed_seq,"
-    " claimed_attempt, claim_started_at FROM (SELECT run_id, claimed_at, claim_attempts, lease_ms,"
-    " claimed_seq, claimed_attempt, claim_started_at FROM docket.runs WHERE status = 'running'"
+    " claimed_attempt, claim_started_at, ctid FROM (SELECT run_id, claimed_at, claim_attempts,"
+    " lease_ms, claimed_seq, claimed_attempt, claim_started_at, ctid FROM docket.runs"
+    " WHERE status = 'running'"
     " AND poisoned_at IS NULL AND claim_token IS NOT NULL AND claim_renewed_at < $3"
     " AND claimed_at < $3 AND (lease_ms IS NULL"
     " OR claimed_at + lease_ms * interval '1 millisecond' < $1) AND tenant_id = ANY($4)"
@@ -108,15 +111,16 @@ Statement candidates_bound_statement{
 
 Statement candidates_queue_bound_statement{
     "SELECT false, run_id, wake_at, claim_attempts, NULL::bigint, claimed_seq, claimed_attempt,"
-    " claim_started_at FROM (SELECT run_id, wake_at, claim_attempts, claimed_seq, claimed_attempt,"
-    " claim_started_at"
+    " claim_started_at, ctid FROM (SELECT run_id, wake_at, claim_attempts, claimed_seq,"
+    " claimed_attempt, claim_started_at, ctid"
     " FROM docket.runs WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL"
     " AND wake_at IS NOT NULL AND queue = ANY(ARRAY[$4]) AND wake_at <= $1"
     " AND tenant_id = ANY($5)"
     " ORDER BY queue, wake_at, run_id COLLATE \"C\" LIMIT $2 FOR UPDATE SKIP LOCKED) AS ready"
     " UNION ALL SELECT true, run_id, claimed_at, claim_attempts, lease_ms, claimed_seq,"
-    " claimed_attempt, claim_started_at FROM (SELECT run_id, claimed_at, claim_attempts, lease_ms,"
-    " claimed_seq, claimed_attempt, claim_started_at FROM docket.runs WHERE status = 'running'"
+    " claimed_attempt, claim_started_at, ctid FROM (SELECT run_id, claimed_at, claim_attempts,"
+    " lease_ms, claimed_seq, claimed_attempt, claim_started_at, ctid FROM docket.runs"
+    " WHERE status = 'running'"
     " AND poisoned_at IS NULL AND claim_token IS NOT NULL AND claim_renewed_at < $3"
     " AND claimed_at < $3 AND queue = $4 AND (lease_ms IS NULL"
     " OR claimed_at + lease_ms * interval '1 millisecond' < $1) AND tenant_id = ANY($5)"
@@ -125,26 +129,30 @@ Statement candidates_queue_bound_statement{
     {TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, TEXTOID, TEXTARRAYOID},
     nullptr};
 
-// Both updates touch only rows this transaction has just locked, by primary
-// key: never `UPDATE ... FROM cte`, whose generic plan can turn into a join
-// over the whole table. Both return the same columns (see Returned).
-// Each leased run's token is $4's element at its id's place in $1
-// (fresh_tokens: drawn in one call, where gen_random_uuid() per row cost
-// about a fifth of the update).
-#define DOCKET_LEASE_SET                                                                  \
-  "UPDATE docket.runs SET claim_token = $4[array_position($1, run_id)], claimed_at = $2," \
-  " claim_started_at = $2, claim_renewed_at = $2, wake_at = NULL,"                        \
-  " claim_attempts = claim_attempts + 1, lease_ms = $3"
-#define DOCKET_LEASE_RETURNING                                                       \
-  " WHERE run_id = ANY($1)"                                                          \
-  " RETURNING run_id, tenant_id, graph_id, graph_hash, checkpoint_seq, claim_token," \
+// The lease touches only rows this transaction has just locked, found by the
+// ctid the candidate scan returned (a TID scan per row: no second descent of
+// the primary key; the row lock keeps the version where it is), joined to
+// their tokens: $1 the ctids, $4 the tokens (fresh_tokens: drawn in one call,
+// where gen_random_uuid() per row cost about a fifth of the update), $5 the
+// run ids, checked on the row. Never `UPDATE ... FROM cte`, whose generic
+// plan can turn into a join over the whole table: the join is a nested loop
+// over the arrays (sql/plans_claim.sql). Both updates return the same columns
+// (see Returned).
+#define DOCKET_LEASE_SET                                             \
+  "UPDATE docket.runs r SET claim_token = l.token, claimed_at = $2," \
+  " claim_started_at = $2, claim_renewed_at = $2, wake_at = NULL,"   \
+  " claim_attempts = r.claim_attempts + 1, lease_ms = $3"
+#define DOCKET_LEASE_RETURNING                                                         \
+  " FROM unnest($1::tid[], $4::uuid[], $5::text[]) AS l(tid, token, id)"               \
+  " WHERE r.ctid = l.tid AND r.run_id = l.id"                                          \
+  " RETURNING r.run_id, tenant_id, graph_id, graph_hash, checkpoint_seq, claim_token," \
   " claimed_at, claim_attempts, poisoned_at, poison_reason, queue"
 // A lease by claim_due ends what a task's row said of its previous claim
 // (claimed_seq: claim_runs logs that event first).
 Statement lease_statement{DOCKET_LEASE_SET
                           ", claimed_seq = NULL, claimed_attempt = NULL" DOCKET_LEASE_RETURNING,
-                          4,
-                          {TEXTARRAYOID, TIMESTAMPTZOID, INT8OID, UUIDARRAYOID},
+                          5,
+                          {TIDARRAYOID, TIMESTAMPTZOID, INT8OID, UUIDARRAYOID, TEXTARRAYOID},
                           nullptr};
 
 // The same for claim_tasks: also the task's attempt and wake reason, which
@@ -176,8 +184,8 @@ Statement lease_task_statement{
     " SELECT run_id, event_seq - 1, 'woke', jsonb_build_object('reason', wake_reason), $2"
     " FROM leased WHERE woke)"
     " SELECT * FROM leased",
-    4,
-    {TEXTARRAYOID, TIMESTAMPTZOID, INT8OID, UUIDARRAYOID},
+    5,
+    {TIDARRAYOID, TIMESTAMPTZOID, INT8OID, UUIDARRAYOID, TEXTARRAYOID},
     nullptr};
 #undef DOCKET_LEASE_SET
 #undef DOCKET_LEASE_RETURNING
@@ -246,8 +254,11 @@ struct PreviousClaim {
   Micros at = 0;  // claim_started_at
 };
 
-Candidates scan(const ClaimRequest& args,
-                std::unordered_map<std::string, PreviousClaim>& previous) {
+// Where each candidate's row version is (its ctid), for the lease.
+using Ctids = std::unordered_map<std::string, ItemPointerData>;
+
+Candidates scan(const ClaimRequest& args, std::unordered_map<std::string, PreviousClaim>& previous,
+                Ctids& ctids) {
   const ClaimPolicy& policy = args.policy;
   Datum values[5] = {TimestampTzGetDatum(policy.now), Int64GetDatum(policy.limit),
                      TimestampTzGetDatum(expiry_cutoff(policy)), Datum(0), Datum(0)};
@@ -286,6 +297,8 @@ Candidates scan(const ClaimRequest& args,
       p.at = DatumGetTimestampTz(spi_value(row, 8, &isnull));
       previous.emplace(c.run_id, p);
     }
+    const void* ctid = DatumGetPointer(spi_value(row, 9, &isnull));
+    ctids.emplace(c.run_id, *static_cast<const ItemPointerData*>(ctid));
     (expired ? out.expired : out.ready).push_back(std::move(c));
   }
   return out;
@@ -320,19 +333,33 @@ Datum fresh_tokens(int n) {
 // adds the history events of the tasks it poisoned (a task lease records its
 // own: lease_task_statement).
 // `outcome` must live outside SPI memory.
-void apply(Statement& statement, const std::vector<std::string>& ids, Micros now, Datum outcome,
-           std::int64_t ttl_ms, std::optional<std::int64_t> lease_ms,
+void apply(Statement& statement, const std::vector<std::string>& ids, const Ctids& ctids,
+           Micros now, Datum outcome, std::int64_t ttl_ms, std::optional<std::int64_t> lease_ms,
            const std::unordered_map<std::string, std::size_t>& position,
            std::vector<ClaimRow>& output, std::vector<HistoryEvent>& history) {
   if (ids.empty()) return;
   const bool lease = &statement != &poison_statement;
-  const Datum values[4] = {text_array(ids), TimestampTzGetDatum(now),
-                           Int64GetDatum(lease_ms.value_or(0)),
-                           lease ? fresh_tokens(static_cast<int>(ids.size())) : Datum(0)};
-  const char nulls[5] = {' ', ' ', lease_ms ? ' ' : 'n', ' ', '\0'};
+  const int n = static_cast<int>(ids.size());
+  Datum values[5] = {Datum(0), TimestampTzGetDatum(now), Int64GetDatum(lease_ms.value_or(0)),
+                     Datum(0), text_array(ids)};
+  if (lease) {
+    std::vector<ItemPointerData> where(ids.size());
+    std::vector<Datum> elements(ids.size());
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      where[i] = ctids.at(ids[i]);
+      elements[i] = PointerGetDatum(&where[i]);
+    }
+    bool* no_nulls = nullptr;
+    values[0] = make_array(elements.data(), no_nulls, n, TIDOID);
+    values[3] = fresh_tokens(n);
+  } else {
+    values[0] = values[4];  // poison_statement: $1 the run ids
+  }
+  const char nulls[6] = {' ', ' ', lease_ms ? ' ' : 'n', ' ', ' ', '\0'};
   // Generic: in the default mode a custom plan (the array's length known)
   // costs less than the generic one for a small batch, so every claim was
-  // planned anew; the generic plan is the same primary-key scan.
+  // planned anew; the generic plan is the same (TID scans for a lease, the
+  // primary key for a poisoning).
   spi_prepare_generic(statement);
   const std::uint64_t rows = spi_execute(statement, values, nulls);
   if (rows != ids.size()) throw std::logic_error("claim_due: a locked candidate was not updated");
@@ -404,7 +431,8 @@ Datum text_array(const std::vector<std::string>& texts) {
 std::vector<ClaimRow> claim_runs(const ClaimRequest& args, Datum lease_text, Datum poisoned_text) {
   const ClaimPolicy& policy = args.policy;
   std::unordered_map<std::string, PreviousClaim> previous;
-  const Candidates candidates = scan(args, previous);
+  Ctids ctids;
+  const Candidates candidates = scan(args, previous, ctids);
   const std::vector<Candidate>& ready = candidates.ready;
   const std::vector<Candidate>& expired = candidates.expired;
   const std::vector<Pick> picks = select_candidates(ready, expired, policy);
@@ -422,8 +450,8 @@ std::vector<ClaimRow> claim_runs(const ClaimRequest& args, Datum lease_text, Dat
 
   std::vector<ClaimRow> output(picks.size());
   std::vector<HistoryEvent> history;
-  apply(args.task_facts ? lease_task_statement : lease_statement, lease_ids, policy.now, lease_text,
-        policy.orphan_ttl_ms, args.lease_ms, position, output, history);
+  apply(args.task_facts ? lease_task_statement : lease_statement, lease_ids, ctids, policy.now,
+        lease_text, policy.orphan_ttl_ms, args.lease_ms, position, output, history);
   // A new lease ends what the row says of the run's previous claim: its
   // claimed event goes to the log, as it was (number, attempt, time).
   for (const std::string& id : lease_ids) {
@@ -433,8 +461,8 @@ std::vector<ClaimRow> claim_runs(const ClaimRequest& args, Datum lease_text, Dat
                        json_object({{"attempt", std::to_string(p->second.attempt)}}),
                        p->second.at});
   }
-  apply(poison_statement, poison_ids, policy.now, poisoned_text, policy.orphan_ttl_ms, std::nullopt,
-        position, output, history);
+  apply(poison_statement, poison_ids, ctids, policy.now, poisoned_text, policy.orphan_ttl_ms,
+        std::nullopt, position, output, history);
   append_history(history, policy.now);
   for (std::size_t i = 0; i < picks.size(); ++i)
     output[i].expired = picks[i].cls == ClaimClass::expired;

@@ -2,6 +2,9 @@
 // fenced UPDATE locks every run the batch holds (in run_id order) and finishes
 // those that match the fence; only the misses are judged by the core; then one
 // statement releases the finished tasks' waiters and the parents awaiting them.
+#include <algorithm>
+#include <memory>
+#include <numeric>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -18,23 +21,25 @@ namespace docket::pg {
 
 namespace {
 
-// $1 run_ids, $2 their tokens, $3 their results (input order), $4 now,
-// $5 status, $6 checkpoint type (complete_transition). A row is finished only
-// when it matches TaskMatch's facts; each gets the result at its run id's
-// position.
-#define DOCKET_COMPLETE_UPDATE                                                             \
-  "WITH done AS (UPDATE docket.runs r SET document = (r.document - 'waiting')"             \
-  " || jsonb_build_object('status', $5::text, 'result', $3[array_position($1, r.run_id)]," \
-  " 'checkpoint_seq', r.checkpoint_seq + 1),"                                              \
-  " status = $5, checkpoint_seq = r.checkpoint_seq + 1,"                                   \
-  " checkpoint_type = $6::docket.checkpoint_type, updated_at = $4,"                        \
-  " claim_token = NULL, claimed_at = NULL, wake_at = NULL,"                                \
-  " claim_attempts = 0, claim_abandons = 0, poisoned_at = NULL, poison_reason = NULL,"     \
-  " event_seq = r.event_seq + 1,"                                                          \
-  " completed_seq = coalesce(r.completed_seq, r.event_seq + 1),"                           \
+// $1 run_ids, $2 their tokens, $3 their results (in run_id order: the
+// caller sorts them), $4 now, $5 status, $6 checkpoint type
+// (complete_transition). A row is finished only when it matches TaskMatch's
+// facts; each gets the result at its run id's place, joined by the arrays'
+// positions (unnest) rather than looked up by array_position per row, which
+// made a batch quadratic in its size.
+#define DOCKET_COMPLETE_UPDATE                                                         \
+  "WITH done AS (UPDATE docket.runs r SET document = (r.document - 'waiting')"         \
+  " || jsonb_build_object('status', $5::text, 'result', i.result,"                     \
+  " 'checkpoint_seq', r.checkpoint_seq + 1),"                                          \
+  " status = $5, checkpoint_seq = r.checkpoint_seq + 1,"                               \
+  " checkpoint_type = $6::docket.checkpoint_type, updated_at = $4,"                    \
+  " claim_token = NULL, claimed_at = NULL, wake_at = NULL,"                            \
+  " claim_attempts = 0, claim_abandons = 0, poisoned_at = NULL, poison_reason = NULL," \
+  " event_seq = r.event_seq + 1,"                                                      \
+  " completed_seq = coalesce(r.completed_seq, r.event_seq + 1),"                       \
   " completed_at = CASE WHEN r.completed_seq IS NULL THEN $4 ELSE r.completed_at END"
 #define DOCKET_COMPLETE_FENCE                                                            \
-  " AND r.claim_token = $2[array_position($1, r.run_id)]"                                \
+  " AND r.claim_token = i.token"                                                         \
   " AND r.graph_hash = 'task' AND (r.deadline_at IS NULL OR r.deadline_at > $4)"         \
   " RETURNING r.run_id, r.event_seq, r.completed_seq),"                                  \
   " history AS (INSERT INTO docket.run_events (run_id, seq, type, payload, recorded_at)" \
@@ -42,12 +47,17 @@ namespace {
   " WHERE completed_seq <> event_seq)"                                                   \
   " SELECT run_id FROM done"
 
-// The UPDATE locks the rows it finishes as it reads them; it reads them by
-// the primary key in run_id order (spi_execute_key_ordered), so two batches
-// sharing tasks lock them in the same order and cannot deadlock. The misses
-// are locked afterwards, again together in run_id order.
+// The UPDATE locks the rows it finishes as it reads them: a nested loop over
+// the arrays, in their order, each row by the primary key
+// (test/pgtap/task_explain.sql pins the plan). The arrays come sorted by run
+// id, bytewise as the primary key (COLLATE "C"), so two batches sharing tasks
+// lock them in the same order, as complete_steps does (by the primary key
+// itself), and cannot deadlock. The misses are locked afterwards, again
+// together in run_id order.
 Statement complete_statement{
-    DOCKET_COMPLETE_UPDATE " WHERE r.run_id = ANY($1)" DOCKET_COMPLETE_FENCE,
+    DOCKET_COMPLETE_UPDATE
+    " FROM unnest($1::text[], $2::uuid[], $3::jsonb[]) AS i(id, token, result)"
+    " WHERE r.run_id = i.id" DOCKET_COMPLETE_FENCE,
     6,
     {TEXTARRAYOID, UUIDARRAYOID, JSONBARRAYOID, TIMESTAMPTZOID, TEXTOID, TEXTOID},
     nullptr};
@@ -66,7 +76,8 @@ std::unordered_set<std::string> complete_held(Datum ids, Datum tokens, Datum res
                            TimestampTzGetDatum(now),
                            text_datum(status_name(t.status)),
                            text_datum(t.checkpoint_type)};
-  const std::uint64_t rows = spi_execute_key_ordered(complete_statement, values, nullptr);
+  spi_prepare_generic(complete_statement);
+  const std::uint64_t rows = spi_execute(complete_statement, values, nullptr);
   std::unordered_set<std::string> done;
   for (std::uint64_t row = 0; row < rows; ++row) {
     bool isnull = false;
@@ -103,8 +114,21 @@ Datum complete_tasks(FunctionCallInfo fcinfo) {
   std::vector<const char*> outcome(n, "completed");
   if (n > 0) {
     spi_connect();
-    const std::unordered_set<std::string> done =
-        complete_held(PG_GETARG_DATUM(0), PG_GETARG_DATUM(1), PG_GETARG_DATUM(2), now);
+    // The batch in run_id order (bytewise, as the primary key): its lock order.
+    std::vector<int> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(), [&](int a, int b) { return id_text[a] < id_text[b]; });
+    auto sorted = [&](const DatumArray& a, Oid type) {
+      std::vector<Datum> values(n);
+      std::unique_ptr<bool[]> nulls = std::make_unique<bool[]>(n);
+      for (int k = 0; k < n; ++k) {
+        values[k] = a.values[order[k]];
+        nulls[k] = a.nulls[order[k]];
+      }
+      return make_array(values.data(), nulls.get(), n, type);
+    };
+    const std::unordered_set<std::string> done = complete_held(
+        sorted(ids, TEXTOID), sorted(tokens, UUIDOID), sorted(results, JSONBOID), now);
     std::vector<std::string> finished(done.begin(), done.end());
     if (done.size() < static_cast<std::size_t>(n)) {
       // The misses, judged by the core from their committed rows.

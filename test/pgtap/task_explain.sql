@@ -189,36 +189,40 @@ SELECT is(pg_temp.indexes($$EXECUTE tap_leases('{r20001,r20002,r20003}')$$), 'ru
   'claim_tasks leases (generic plan): runs, tasks and steps by primary key');
 SELECT is(pg_temp.seqscans($$EXECUTE tap_leases('{r20001,r20002,r20003}')$$), '', 'no sequential scan');
 
--- complete_tasks: one fenced UPDATE whose rows are locked first, in run_id order,
--- by a subquery (LockRows above a sort or an ordered index scan: the order does not
--- depend on the plan); no planner setting on the functions.
+-- complete_tasks: one fenced UPDATE over the batch's arrays (sorted by run id in
+-- C++), a nested loop that reads and locks each run by the primary key in the
+-- arrays' order (src/pg/task_complete.cpp, word for word); no planner setting
+-- on the functions.
 PREPARE tap_complete(text[], uuid[], jsonb[], timestamptz, text, text) AS
   UPDATE docket.runs r SET document = (r.document - 'waiting')
-         || jsonb_build_object('status', $5::text, 'result', $3[array_position($1, r.run_id)],
+         || jsonb_build_object('status', $5::text, 'result', i.result,
                                'checkpoint_seq', r.checkpoint_seq + 1),
          status = $5, checkpoint_seq = r.checkpoint_seq + 1,
          checkpoint_type = $6::docket.checkpoint_type, updated_at = $4,
          claim_token = NULL, claimed_at = NULL, wake_at = NULL,
-         claim_attempts = 0, claim_abandons = 0, poisoned_at = NULL, poison_reason = NULL
-   WHERE r.run_id = ANY(ARRAY(SELECT x.run_id FROM docket.runs x
-                               WHERE x.run_id = ANY($1) AND x.claim_token = ANY($2) AND x.graph_hash = 'task'
-                               ORDER BY x.run_id FOR NO KEY UPDATE OF x))
-     AND r.claim_token = $2[array_position($1, r.run_id)]
+         claim_attempts = 0, claim_abandons = 0, poisoned_at = NULL, poison_reason = NULL,
+         event_seq = r.event_seq + 1,
+         completed_seq = coalesce(r.completed_seq, r.event_seq + 1),
+         completed_at = CASE WHEN r.completed_seq IS NULL THEN $4 ELSE r.completed_at END
+    FROM unnest($1::text[], $2::uuid[], $3::jsonb[]) AS i(id, token, result)
+   WHERE r.run_id = i.id AND r.claim_token = i.token
      AND r.graph_hash = 'task' AND (r.deadline_at IS NULL OR r.deadline_at > $4)
-  RETURNING r.run_id;
+  RETURNING r.run_id, r.event_seq, r.completed_seq;
 CREATE TEMP TABLE tap_complete_plan AS
   SELECT n FROM pg_temp.nodes($$EXECUTE tap_complete('{r20001,r20002}', ARRAY[gen_random_uuid(), gen_random_uuid()],
                                                    '{1,2}', '2040-03-01Z', 'completed', 'run_completed')$$) n;
 SELECT is((SELECT string_agg(DISTINCT n ->> 'Index Name', ',') FROM tap_complete_plan), 'runs_pkey',
   'complete_tasks (generic plan): runs by primary key only');
 SELECT is((SELECT array_agg(n ->> 'Index Cond') FROM tap_complete_plan WHERE n ->> 'Index Name' = 'runs_pkey'),
-  '{"(run_id = ANY ($1))","(run_id = ANY ($1))"}'::text[],
-  'complete_tasks: both the lock and the update on run_id = ANY (EXPLAIN names the locked ids $1 too)');
-SELECT is((SELECT count(*)::int FROM tap_complete_plan WHERE n ->> 'Node Type' = 'LockRows'), 1,
-  'complete_tasks: the batch''s rows are locked by a LockRows node (run_id order)');
+  '{"(run_id = (i.id)::text)"}'::text[],
+  'complete_tasks: each element''s run by its id');
+SELECT is((SELECT array_agg(n ->> 'Node Type') FROM tap_complete_plan
+            WHERE n ->> 'Node Type' IN ('Nested Loop', 'Function Scan', 'Index Scan')),
+  '{"Nested Loop","Function Scan","Index Scan"}'::text[],
+  'complete_tasks: a nested loop over the arrays, in their order (the lock order)');
 SELECT ok(NOT EXISTS (SELECT 1 FROM tap_complete_plan
-                       WHERE n ->> 'Node Type' = 'Seq Scan'),
-  'complete_tasks: no sequential scan (a bitmap scan is fine: the lock order comes from the sort)');
+                       WHERE n ->> 'Node Type' IN ('Seq Scan', 'Sort', 'Hash Join', 'Merge Join')),
+  'complete_tasks: no sequential scan, sort or other join');
 
 -- complete_task (one run): the same UPDATE without the separate lock, by primary key
 PREPARE tap_complete_one(text[], uuid[], jsonb[], timestamptz, text, text) AS
