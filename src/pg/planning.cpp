@@ -33,6 +33,10 @@ PlannedStmt* plan(Query* parse, const char* query_string, int cursor_options,
                           true, 0, false);
   (void)set_config_option("enable_bitmapscan", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
                           true, 0, false);
+  (void)set_config_option("enable_hashjoin", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+                          true, 0, false);
+  (void)set_config_option("enable_mergejoin", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+                          true, 0, false);
   PlannedStmt* result = next_planner(parse, query_string, cursor_options, bound_params);
   AtEOXact_GUC(true, level);
   return result;

@@ -9,9 +9,12 @@
 // runs is planned with sequential and bitmap scans off: the planner keeps the
 // index paths the statements are written for (each hot one is pinned by a
 // plans_*.sql or task_explain test), whatever the statistics say, and an
-// index scan on a unique key reads an array condition's keys in order (the
-// lock order spi_execute_key_ordered relies on). Only planning is affected:
-// executing a kept plan costs nothing more.
+// index scan on a unique key reads an array condition's keys in order.
+// Hash and merge joins are off too: a batch call joins its arrays (unnest) to
+// the rows they name, which must stay a nested loop of index probes in the
+// arrays' order (the lock order of complete_tasks and complete_steps), never
+// a pass over a whole index. Only planning is affected: executing a kept plan
+// costs nothing more.
 //
 // Switches alone do not cover a join: a table believed empty can be read
 // whole through its index (a full index scan, materialized) as cheaply, on
@@ -27,7 +30,8 @@ namespace docket::pg {
 void register_planner_hook();
 
 // While one of these lives, statements planned in this backend are planned
-// with sequential and bitmap scans off (nesting is counted).
+// with sequential and bitmap scans and hash and merge joins off (nesting is
+// counted).
 class IndexPlanning {
  public:
   IndexPlanning() noexcept;

@@ -52,14 +52,6 @@ std::uint64_t spi_execute(Statement& statement, const Datum* values, const char*
   });
 }
 
-std::uint64_t spi_execute_key_ordered(Statement& statement, const Datum* values,
-                                      const char* nulls) {
-  // Every statement is planned with sequential and bitmap scans off
-  // (IndexPlanning in spi_execute), which leaves the index scan.
-  spi_prepare_generic(statement);
-  return spi_execute(statement, values, nulls);
-}
-
 Datum spi_value(std::uint64_t row, int column, bool* isnull) {
   // Every read is checked against the result it reads: a statement that
   // returned fewer rows than the caller expected (a row deleted under it, a

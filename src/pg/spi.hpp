@@ -33,15 +33,6 @@ void spi_prepare_generic(Statement& statement);
 std::uint64_t spi_execute(Statement& statement, const Datum* values, const char* nulls,
                           long row_limit = 0);
 
-// Executes a statement that selects its rows by `key = ANY($n)` on a unique
-// index and locks them (an UPDATE), so that it locks them in key order: like
-// every statement, it is planned with sequential and bitmap scans off
-// (pg/planning.hpp), leaving the index scan, which reads an array condition's
-// keys in ascending order.
-// Two such statements sharing rows therefore lock them in the same order and
-// cannot deadlock, without a separate lock pass. Prepares a generic plan.
-std::uint64_t spi_execute_key_ordered(Statement& statement, const Datum* values, const char* nulls);
-
 // Column `column` (1-based) of row `row` of the last result; a row or column
 // past the result raises an error (std::logic_error, converted at the boundary)
 // instead of reading past it.

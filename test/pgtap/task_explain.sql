@@ -7,7 +7,7 @@
 --     (pg_stat_get_xact_blocks_fetched), which must stay a handful while the
 --     tables span hundreds of pages, whatever statements the functions use.
 BEGIN;
-SELECT plan(54);
+SELECT plan(55);
 
 -------------------------------------------------------------------------------
 -- Helpers
@@ -251,10 +251,10 @@ PREPARE tap_steps_batch(text[], uuid[], text[], jsonb[], timestamptz, text[], uu
        held AS (UPDATE docket.runs r SET claimed_at = greatest(r.claimed_at, $5),
                   claim_renewed_at = CASE WHEN r.claim_renewed_at < $5 - coalesce(r.lease_ms, 30000) * interval '0.5 millisecond'
                                           THEN greatest(r.claimed_at, $5) ELSE r.claim_renewed_at END,
-                  claim_attempts = CASE WHEN (r.run_id, r.claim_token) IN (SELECT f.run_id, f.token FROM fresh f)
-                                        THEN 0 ELSE r.claim_attempts END,
-                  event_seq = r.event_seq + (SELECT c.n[array_position($6, r.run_id)] FROM fresh_count c)
-                 WHERE r.run_id = ANY($6) AND r.claim_token = $7[array_position($6, r.run_id)]
+                  claim_attempts = CASE WHEN k.n > 0 THEN 0 ELSE r.claim_attempts END,
+                  event_seq = r.event_seq + k.n
+                 FROM unnest($6::text[], $7::uuid[], (SELECT c.n FROM fresh_count c)) AS k (run_id, token, n)
+                 WHERE r.run_id = k.run_id AND r.claim_token = k.token
                    AND r.graph_hash = 'task' AND (r.deadline_at IS NULL OR r.deadline_at > $5)
                 RETURNING r.run_id, r.claim_token, r.event_seq)
   SELECT h.run_id, h.claim_token, h.event_seq, NULL::bigint FROM held h
@@ -265,8 +265,13 @@ SELECT is(pg_temp.indexes($$EXECUTE tap_steps_batch('{r20001}', ARRAY[gen_random
 SELECT is(pg_temp.seqscans($$EXECUTE tap_steps_batch('{r20001}', ARRAY[gen_random_uuid()], '{s}', '{1}', '2040-03-01Z',
                                                    '{r20001}', ARRAY[gen_random_uuid()])$$), '', 'no sequential scan');
 SELECT is(pg_temp.index_cond($$EXECUTE tap_steps_batch('{r20001}', ARRAY[gen_random_uuid()], '{s}', '{1}',
-            '2040-03-01Z', '{r20001}', ARRAY[gen_random_uuid()])$$, 'runs_pkey'), '(run_id = ANY ($6))',
-  'complete_steps: the refresh reads (and locks) the held runs by primary key, in run_id order');
+            '2040-03-01Z', '{r20001}', ARRAY[gen_random_uuid()])$$, 'runs_pkey'), '(run_id = (k.run_id)::text)',
+  'complete_steps: the refresh reads (and locks) each held run by primary key, in the order of $6 (run_id order)');
+SELECT ok(NOT EXISTS (SELECT 1 FROM pg_temp.nodes($$EXECUTE tap_steps_batch('{r20001}', ARRAY[gen_random_uuid()], '{s}',
+            '{1}', '2040-03-01Z', '{r20001}', ARRAY[gen_random_uuid()])$$) n
+                       WHERE n ->> 'Node Type' IN ('Hash Join', 'Merge Join', 'Sort')
+                         AND n::text LIKE '%runs_pkey%'),
+  'complete_steps: the held runs are a nested loop over the arrays (no hash or merge join, no sort)');
 PREPARE tap_steps_insert(text[], text[], jsonb[], bigint[], timestamptz) AS
   INSERT INTO docket.task_steps AS s (run_id, step_name, value, completed_at, seq)
   SELECT u.run_id, u.step_name, u.value, $5, u.base + row_number() OVER (PARTITION BY u.run_id ORDER BY u.step_name)
