@@ -15,7 +15,8 @@ namespace docket::pg {
 namespace {
 
 planner_hook_type previous_planner = nullptr;
-int depth = 0;  // live IndexPlanning objects
+int depth = 0;         // live IndexPlanning objects
+int nested_depth = 0;  // of which made with nested_loops
 
 // The planner this hook wraps: another extension's hook, or PostgreSQL's own.
 PlannedStmt* next_planner(Query* parse, const char* query_string, int cursor_options,
@@ -33,10 +34,12 @@ PlannedStmt* plan(Query* parse, const char* query_string, int cursor_options,
                           true, 0, false);
   (void)set_config_option("enable_bitmapscan", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
                           true, 0, false);
-  (void)set_config_option("enable_hashjoin", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
-                          true, 0, false);
-  (void)set_config_option("enable_mergejoin", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
-                          true, 0, false);
+  if (nested_depth > 0) {
+    (void)set_config_option("enable_hashjoin", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+                            true, 0, false);
+    (void)set_config_option("enable_mergejoin", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+                            true, 0, false);
+  }
   PlannedStmt* result = next_planner(parse, query_string, cursor_options, bound_params);
   AtEOXact_GUC(true, level);
   return result;
@@ -45,7 +48,7 @@ PlannedStmt* plan(Query* parse, const char* query_string, int cursor_options,
 // An error that ends the transaction may have skipped a destructor only if it
 // never came back through pg::call; start the next transaction at zero anyway.
 void reset_at_end(XactEvent event, void*) noexcept {
-  if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT) depth = 0;
+  if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT) depth = nested_depth = 0;
 }
 
 }  // namespace
@@ -56,12 +59,14 @@ void register_planner_hook() {
   RegisterXactCallback(reset_at_end, nullptr);
 }
 
-IndexPlanning::IndexPlanning() noexcept {
+IndexPlanning::IndexPlanning(bool nested_loops) noexcept : nested_loops_(nested_loops) {
   ++depth;
+  if (nested_loops_) ++nested_depth;
 }
 
 IndexPlanning::~IndexPlanning() {
   if (depth > 0) --depth;
+  if (nested_loops_ && nested_depth > 0) --nested_depth;
 }
 
 }  // namespace docket::pg

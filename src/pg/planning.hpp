@@ -10,11 +10,13 @@
 // index paths the statements are written for (each hot one is pinned by a
 // plans_*.sql or task_explain test), whatever the statistics say, and an
 // index scan on a unique key reads an array condition's keys in order.
-// Hash and merge joins are off too: a batch call joins its arrays (unnest) to
-// the rows they name, which must stay a nested loop of index probes in the
-// arrays' order (the lock order of complete_tasks and complete_steps), never
-// a pass over a whole index. Only planning is affected: executing a kept plan
-// costs nothing more.
+// A statement that joins a batch's arrays (unnest) to the rows they name
+// (Statement::nested_loops: complete_tasks, complete_steps) is planned with
+// hash and merge joins off too: it must stay a nested loop of index probes in
+// the arrays' order, their lock order, never a pass over a whole index. Only
+// planning is affected: executing a kept plan costs nothing more. (What a
+// statement calls is planned under the same settings while it runs: the
+// plpgsql bodies behind docket's guarded wrappers, a mutation function.)
 //
 // Switches alone do not cover a join: a table believed empty can be read
 // whole through its index (a full index scan, materialized) as cheaply, on
@@ -30,14 +32,17 @@ namespace docket::pg {
 void register_planner_hook();
 
 // While one of these lives, statements planned in this backend are planned
-// with sequential and bitmap scans and hash and merge joins off (nesting is
-// counted).
+// with sequential and bitmap scans off, and with hash and merge joins off too
+// while one made with nested_loops lives (nesting is counted).
 class IndexPlanning {
  public:
-  IndexPlanning() noexcept;
+  explicit IndexPlanning(bool nested_loops = false) noexcept;
   ~IndexPlanning();
   IndexPlanning(const IndexPlanning&) = delete;
   IndexPlanning& operator=(const IndexPlanning&) = delete;
+
+ private:
+  bool nested_loops_;
 };
 
 }  // namespace docket::pg

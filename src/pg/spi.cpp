@@ -43,7 +43,7 @@ void spi_prepare_generic(Statement& statement) {
 std::uint64_t spi_execute(Statement& statement, const Datum* values, const char* nulls,
                           long row_limit) {
   SPIPlanPtr plan = prepared(statement);
-  const IndexPlanning planning;  // if the kept plan is (re)made now: planning.hpp
+  const IndexPlanning planning(statement.nested_loops);  // if the plan is (re)made now
   return call([&] {
     int rc = SPI_execute_plan(plan, const_cast<Datum*>(values), nulls, false, row_limit);
     if (rc < 0)

@@ -14,6 +14,10 @@ struct Statement {
   int nargs;
   Oid types[16];
   SPIPlanPtr plan;
+  // Planned with hash and merge joins off too (pg/planning.hpp): a batch
+  // call's join of its arrays to the rows they name stays a nested loop of
+  // index probes in the arrays' order, its lock order.
+  bool nested_loops = false;
 };
 
 // SPI_connect / SPI_finish. Only the success path finishes: after an error

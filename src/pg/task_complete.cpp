@@ -48,8 +48,9 @@ namespace {
   " SELECT run_id FROM done"
 
 // The UPDATE locks the rows it finishes as it reads them: a nested loop over
-// the arrays, in their order, each row by the primary key
-// (test/pgtap/task_explain.sql pins the plan). The arrays come sorted by run
+// the arrays, in their order, each row by the primary key (nested_loops:
+// planned with hash and merge joins off; test/pgtap/task_explain.sql pins
+// the plan). The arrays come sorted by run
 // id, bytewise as the primary key (COLLATE "C"), so two batches sharing tasks
 // lock them in the same order, as complete_steps does (by the primary key
 // itself), and cannot deadlock. The misses are locked afterwards, again
@@ -60,7 +61,8 @@ Statement complete_statement{
     " WHERE r.run_id = i.id" DOCKET_COMPLETE_FENCE,
     6,
     {TEXTARRAYOID, UUIDARRAYOID, JSONBARRAYOID, TIMESTAMPTZOID, TEXTOID, TEXTOID},
-    nullptr};
+    nullptr,
+    true};
 #undef DOCKET_COMPLETE_UPDATE
 #undef DOCKET_COMPLETE_FENCE
 

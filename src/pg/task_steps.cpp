@@ -79,7 +79,8 @@ Statement steps_statement{
     7,
     {TEXTARRAYOID, UUIDARRAYOID, TEXTARRAYOID, JSONBARRAYOID, TIMESTAMPTZOID, TEXTARRAYOID,
      UUIDARRAYOID},
-    nullptr};
+    nullptr,
+    true};  // nested_loops: the lock order
 
 // The second: the fresh steps of the held runs ($1 run ids, $2 step names, $3
 // values, $4 each run's number before its first fresh step, $5 now), numbered
