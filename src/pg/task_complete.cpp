@@ -49,12 +49,11 @@ namespace {
 
 // The UPDATE locks the rows it finishes as it reads them: a nested loop over
 // the arrays, in their order, each row by the primary key (nested_loops:
-// planned with hash and merge joins off; test/pgtap/task_explain.sql pins
-// the plan). The arrays come sorted by run
-// id, bytewise as the primary key (COLLATE "C"), so two batches sharing tasks
-// lock them in the same order, as complete_steps does (by the primary key
-// itself), and cannot deadlock. The misses are locked afterwards, again
-// together in run_id order.
+// planned with hash and merge joins off; test/pgtap/task_explain.sql pins the
+// plan). The arrays come sorted by run id, bytewise as the primary key
+// (COLLATE "C"), so two batches sharing tasks lock them in the same order, as
+// complete_steps does, and cannot deadlock. The misses are locked afterwards,
+// again together in run_id order.
 Statement complete_statement{
     DOCKET_COMPLETE_UPDATE
     " FROM unnest($1::text[], $2::uuid[], $3::jsonb[]) AS i(id, token, result)"
