@@ -6,6 +6,7 @@
 #include "pg/datum.hpp"
 #include "pg/input_limits.hpp"
 #include "pg/notify.hpp"
+#include "pg/run_document.hpp"
 #include "pg/spi.hpp"
 
 namespace docket::pg {
@@ -14,7 +15,8 @@ namespace {
 
 // The scope filter is part of the lookup: an out-of-scope row is never locked.
 Statement lookup_statement{
-    "SELECT status, poisoned_at IS NOT NULL, queue, document FROM docket.runs"
+    "SELECT status, poisoned_at IS NOT NULL, queue, " DOCKET_RUN_DOCUMENT
+    " FROM docket.runs"
     " WHERE run_id = $1 AND ($2 OR tenant_id IS NOT DISTINCT FROM $3) FOR UPDATE",
     3,
     {TEXTOID, BOOLOID, TEXTOID},

@@ -1,6 +1,7 @@
 // fetch_run and inspect_run: reading one run under a scope. Both return NULL
 // for an unknown run and for a run the scope cannot see.
 #include "pg/datum.hpp"
+#include "pg/run_document.hpp"
 #include "pg/spi.hpp"
 
 namespace docket::pg {
@@ -9,16 +10,17 @@ namespace {
 
 // The scope is part of the WHERE clause, so an out-of-scope row never leaves
 // the statement; run_id = $1 is the primary key lookup.
-Statement fetch_statement{
-    "SELECT document FROM docket.runs"
-    " WHERE run_id = $1 AND ($2 OR tenant_id IS NOT DISTINCT FROM $3)",
-    3,
-    {TEXTOID, BOOLOID, TEXTOID},
-    nullptr};
+Statement fetch_statement{"SELECT " DOCKET_RUN_DOCUMENT
+                          " FROM docket.runs"
+                          " WHERE run_id = $1 AND ($2 OR tenant_id IS NOT DISTINCT FROM $3)",
+                          3,
+                          {TEXTOID, BOOLOID, TEXTOID},
+                          nullptr};
 
 // Every key is always present (JSON null when unset); the claim token never is.
 Statement inspect_statement{
-    "SELECT jsonb_build_object('run', document, 'tenant_id', tenant_id,"
+    "SELECT jsonb_build_object('run', " DOCKET_RUN_DOCUMENT
+    ", 'tenant_id', tenant_id,"
     " 'checkpoint_type', checkpoint_type, 'wake_at', wake_at, 'claimed_at', claimed_at,"
     " 'claim_attempts', claim_attempts, 'claim_abandons', claim_abandons,"
     " 'poisoned_at', poisoned_at, 'poison_reason', poison_reason)"

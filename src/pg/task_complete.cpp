@@ -14,6 +14,7 @@
 #include "pg/claim.hpp"
 #include "pg/datum.hpp"
 #include "pg/input_limits.hpp"
+#include "pg/run_document.hpp"
 #include "pg/spi.hpp"
 #include "pg/task_store.hpp"
 
@@ -28,9 +29,8 @@ namespace {
 // positions (unnest) rather than looked up by array_position per row, which
 // made a batch quadratic in its size.
 #define DOCKET_COMPLETE_UPDATE                                                         \
-  "WITH done AS (UPDATE docket.runs r SET document = (r.document - 'waiting')"         \
-  " || jsonb_build_object('status', $5::text, 'result', i.result,"                     \
-  " 'checkpoint_seq', r.checkpoint_seq + 1),"                                          \
+  "WITH done AS (UPDATE docket.runs r SET document = " DOCKET_TASK_DOCUMENT_BASE       \
+  " || jsonb_build_object('result', i.result),"                                        \
   " status = $5, checkpoint_seq = r.checkpoint_seq + 1,"                               \
   " checkpoint_type = $6::docket.checkpoint_type, updated_at = $4,"                    \
   " claim_token = NULL, claimed_at = NULL, wake_at = NULL,"                            \

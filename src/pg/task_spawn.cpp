@@ -96,9 +96,9 @@ Statement existing_lookup{
     nullptr};
 
 // Every new run and its head, as insert_run writes them: $1 ids, $2 tenant
-// (NULL: tenantless), $3 queue, $4 task name, $5 now, $6 the document of the
-// batch's first run (docket._task_document gives each run its own: the
-// template with the run's id in place of the first's), $7 wake times.
+// (NULL: tenantless), $3 queue, $4 task name, $5 now, $6 wake times. Every
+// new task's stored document is the same two keys: the rest of what its
+// readers see is columns (src/pg/run_document.cpp).
 // Each run's history starts with its spawned event, number 1, which the
 // row states (event_seq 1 and started_at: src/pg/events.cpp) and no log row
 // repeats.
@@ -107,21 +107,21 @@ Statement existing_lookup{
   " status, checkpoint_seq, checkpoint_type, started_at, updated_at, document, wake_at,"       \
   " claim_attempts, claim_abandons, event_seq)"                                                \
   " SELECT u.id, $2, $3, $4, 'task', 'running', 0, 'run_initialized', $5, $5,"                 \
-  " docket._task_document($6, u.id), " wake ", 0, 0, 1 FROM " ids                              \
+  " '{\"attempt\": 1, \"wake_reason\": \"new\"}', " wake ", 0, 0, 1 FROM " ids                 \
   ")"                                                                                          \
   " INSERT INTO docket.run_heads (run_id, tenant_id, queue, graph_id, graph_hash, started_at)" \
   " SELECT id, $2, $3, $4, 'task', $5 FROM unnest($1::text[]) AS id"
 Statement runs_insert{
-    DOCKET_RUNS_INSERT("unnest($1::text[], $7::timestamptz[]) AS u(id, wake)", "u.wake"),
-    7,
-    {TEXTARRAYOID, TEXTOID, TEXTOID, TEXTOID, TIMESTAMPTZOID, JSONBOID, TIMESTAMPTZARRAYOID},
+    DOCKET_RUNS_INSERT("unnest($1::text[], $6::timestamptz[]) AS u(id, wake)", "u.wake"),
+    6,
+    {TEXTARRAYOID, TEXTOID, TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZARRAYOID},
     nullptr};
 
-// The same when every run has one wake time, $7.
+// The same when every run has one wake time, $6.
 Statement runs_insert_uniform{
-    DOCKET_RUNS_INSERT("unnest($1::text[]) AS u(id)", "$7"),
-    7,
-    {TEXTARRAYOID, TEXTOID, TEXTOID, TEXTOID, TIMESTAMPTZOID, JSONBOID, TIMESTAMPTZOID},
+    DOCKET_RUNS_INSERT("unnest($1::text[]) AS u(id)", "$6"),
+    6,
+    {TEXTARRAYOID, TEXTOID, TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID},
     nullptr};
 #undef DOCKET_RUNS_INSERT
 
@@ -291,75 +291,6 @@ ParsedTime parse_run_at(const std::string& text) {
     out.kind = ParsedTime::Kind::invalid;
   }
   return out;
-}
-
-// The document's started_at: YYYY-MM-DDTHH:MM:SS.ffffffZ in UTC.
-std::string iso_text(Micros t) {
-  char buf[64];
-  const bool ok = call([&] {
-    struct pg_tm tm;
-    fsec_t fsec = 0;
-    if (timestamp2tm(t, nullptr, &tm, &fsec, nullptr, nullptr) != 0) return false;
-    snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ", tm.tm_year, tm.tm_mon,
-             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(fsec));
-    return true;
-  });
-  if (!ok) fail(Reason::bad_argument, "now is out of the timestamp range");
-  return buf;
-}
-
-// The document of a new task's run, with `run_id` as its id: the template
-// runs_insert passes to docket._task_document.
-Datum document_template(const std::string& task_name, Micros now, const std::string& run_id) {
-  return json_object({{"id", json_string(run_id)},
-                      {"graph_id", json_string(task_name)},
-                      {"graph_hash", json_string(kTaskGraphHash)},
-                      {"status", "\"running\""},
-                      {"checkpoint_seq", "0"},
-                      {"started_at", json_string(iso_text(now))},
-                      {"attempt", "1"},
-                      {"wake_reason", "\"new\""}});
-}
-
-// docket._task_document(document, run_id): the document with run_id in place
-// of its "id" string, which has run_id's length (every run id of a batch has
-// time_ordered_id's). A jsonb string is stored as its bytes, so the copy is
-// the template's bytes with the id's overwritten: no jsonb is rebuilt per run.
-Datum task_document(FunctionCallInfo fcinfo) {
-  struct Found {
-    Jsonb* document;
-    text* run_id;
-    int run_id_length;
-    const char* id;  // the id string's bytes inside the document
-    int id_length;
-  };
-  const Found found = call([&] {
-    Found f{PG_GETARG_JSONB_P(0), PG_GETARG_TEXT_PP(1), 0, nullptr, -1};
-    f.run_id_length = static_cast<int>(VARSIZE_ANY_EXHDR(f.run_id));
-    JsonbValue key;
-    key.type = jbvString;
-    key.val.string.val = const_cast<char*>("id");
-    key.val.string.len = 2;
-    const JsonbValue* v = JB_ROOT_IS_OBJECT(f.document)
-                              ? findJsonbValueFromContainer(&f.document->root, JB_FOBJECT, &key)
-                              : nullptr;
-    if (v != nullptr && v->type == jbvString) {
-      f.id = v->val.string.val;
-      f.id_length = v->val.string.len;
-    }
-    return f;
-  });
-  const int length = found.run_id_length;
-  if (found.id == nullptr || found.id_length != length)
-    fail(Reason::bad_argument, "the document's id must be a string of the run id's length");
-  return call([&] {
-    const auto* from = reinterpret_cast<const char*>(found.document);
-    const Size size = VARSIZE(found.document);
-    char* out = static_cast<char*>(palloc(size));
-    memcpy(out, from, size);
-    memcpy(out + (found.id - from), VARDATA_ANY(found.run_id), length);
-    return PointerGetDatum(out);
-  });
 }
 
 // The text[] of n time-ordered ids (ascending in input order: 10 random bytes
@@ -556,14 +487,10 @@ std::vector<Spawned> spawn(const Batch& b, Micros now) {
     // The task name is published as a graph when a task is actually created.
     if (spi_execute(graph_lookup, &name, nullptr) == 0) spi_execute(graph_save, &name, nullptr);
     const ScopeParams scope = scope_params(b.owner);
-    const Datum run_values[7] = {array(new_ids, nullptr, TEXTOID),
-                                 scope.tenant,
-                                 queue,
-                                 name,
-                                 TimestampTzGetDatum(now),
-                                 document_template(b.task_name, now, text_value(new_ids[0])),
-                                 array(wakes, nullptr, TIMESTAMPTZOID)};
-    const char run_nulls[8] = {' ', scope.tenant_null, ' ', ' ', ' ', ' ', ' ', '\0'};
+    const Datum run_values[6] = {
+        array(new_ids, nullptr, TEXTOID),     scope.tenant, queue, name, TimestampTzGetDatum(now),
+        array(wakes, nullptr, TIMESTAMPTZOID)};
+    const char run_nulls[7] = {' ', scope.tenant_null, ' ', ' ', ' ', ' ', '\0'};
     spi_prepare_generic(runs_insert);
     spi_execute(runs_insert, run_values, run_nulls);
   }
@@ -664,14 +591,13 @@ void spawn_uniform(FunctionCallInfo fcinfo, const Batch& b, Micros now) {
     spi_execute(tasks_insert_uniform, task_values, task_nulls);
     // The task name is published as a graph when a task is actually created.
     if (spi_execute(graph_lookup, &name, nullptr) == 0) spi_execute(graph_save, &name, nullptr);
-    const Datum run_values[7] = {id_values,
+    const Datum run_values[6] = {id_values,
                                  scope.tenant,
                                  queue,
                                  name,
                                  TimestampTzGetDatum(now),
-                                 document_template(b.task_name, now, text_value(ids[0])),
                                  TimestampTzGetDatum(o.wake_at)};
-    const char run_nulls[8] = {' ', scope.tenant_null, ' ', ' ', ' ', ' ', ' ', '\0'};
+    const char run_nulls[7] = {' ', scope.tenant_null, ' ', ' ', ' ', ' ', '\0'};
     spi_prepare_generic(runs_insert_uniform);
     spi_execute(runs_insert_uniform, run_values, run_nulls);
     if (o.wake_at <= now) notify_due(b.queue);
@@ -751,4 +677,3 @@ Datum spawn_tasks(FunctionCallInfo fcinfo) {
 
 DOCKET_FUNCTION(docket_spawn_task, docket::pg::spawn_task)
 DOCKET_FUNCTION(docket_spawn_tasks, docket::pg::spawn_tasks)
-DOCKET_FUNCTION(docket_task_document, docket::pg::task_document)

@@ -9,6 +9,7 @@
 #include "pg/datum.hpp"
 #include "pg/history.hpp"
 #include "pg/notify.hpp"
+#include "pg/run_document.hpp"
 #include "pg/spi.hpp"
 
 namespace docket::pg {
@@ -41,8 +42,8 @@ Statement read_statement{
 // $3 changes, $4 status, $5 checkpoint type, $6 now, $7 wake_at, $8 allow
 // overdue, $9 the number of history events the transition records.
 Statement transition_statement{
-    "UPDATE docket.runs r SET document = (r.document - 'waiting') || $3"
-    " || jsonb_build_object('status', $4::text, 'checkpoint_seq', r.checkpoint_seq + 1),"
+    "UPDATE docket.runs r SET document = " DOCKET_TASK_DOCUMENT_BASE
+    " || $3,"
     " status = $4, checkpoint_seq = r.checkpoint_seq + 1,"
     " checkpoint_type = $5::docket.checkpoint_type, updated_at = $6,"
     " claim_token = NULL, claimed_at = NULL, wake_at = $7,"

@@ -223,12 +223,11 @@ Datum sleep_until(FunctionCallInfo fcinfo) {
     spi_execute(refresh_statement, values, nullptr);
     status = "elapsed";
   } else {
-    suspend(run_id, token,
-            {{"status", json_string("running")},
-             {"wake_reason", json_string("sleep")},
-             {"waiting", waiting("sleep", step, nullptr, "")}},
-            sleep_transition(wake), deadline_at, now,
-            {"sleeping", json_object({{"until", json_timestamp(wake)}})});
+    suspend(
+        run_id, token,
+        {{"wake_reason", json_string("sleep")}, {"waiting", waiting("sleep", step, nullptr, "")}},
+        sleep_transition(wake), deadline_at, now,
+        {"sleeping", json_object({{"until", json_timestamp(wake)}})});
   }
   spi_finish();
   return two_columns(fcinfo, text_datum(status), TimestampTzGetDatum(wake), false);
@@ -315,8 +314,7 @@ Datum await_event(FunctionCallInfo fcinfo) {
       {"event", json_string(text_value(event_name))}};
   if (timeout_at) waited.emplace_back("timeout_at", json_timestamp(*timeout_at));
   suspend(run_id, token,
-          {{"status", json_string(timeout_at ? "running" : "waiting")},
-           {"wake_reason", json_string(timeout_at ? "timeout" : "event")},
+          {{"wake_reason", json_string(timeout_at ? "timeout" : "event")},
            {"waiting", waiting("event", step, "event", text_value(event_name))}},
           event_wait_transition(timeout_at), deadline_at, now, {"waiting", json_object(waited)});
   spi_finish();
@@ -384,12 +382,11 @@ Datum await_task(FunctionCallInfo fcinfo) {
                          child_id, Datum(0)};
   const char wait_nulls[7] = {' ', ' ', ' ', ' ', ' ', 'n', '\0'};
   spi_execute(insert_wait_statement, wait, wait_nulls);
-  suspend(run_id, token,
-          {{"status", json_string("waiting")},
-           {"wake_reason", json_string("child")},
-           {"waiting", waiting("child", step, "child", child)}},
-          child_wait_transition(), deadline_at, now,
-          {"waiting", json_object({{"child", json_string(child)}})});
+  suspend(
+      run_id, token,
+      {{"wake_reason", json_string("child")}, {"waiting", waiting("child", step, "child", child)}},
+      child_wait_transition(), deadline_at, now,
+      {"waiting", json_object({{"child", json_string(child)}})});
   spi_finish();
   return two_columns(fcinfo, text_datum("suspended"), Datum(0), true);
 }

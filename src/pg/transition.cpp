@@ -5,6 +5,7 @@
 
 #include "pg/datum.hpp"
 #include "pg/notify.hpp"
+#include "pg/run_document.hpp"
 #include "pg/spi.hpp"
 
 namespace docket::pg {
@@ -14,7 +15,9 @@ namespace {
 // The scope filter sits in the WHERE clause, so an invisible row is never locked.
 Statement lock_statement{
     "SELECT run_id, graph_id, graph_hash, started_at, checkpoint_seq, status, claim_token,"
-    " claimed_at, poisoned_at IS NOT NULL, queue, document, ctid::text FROM docket.runs"
+    " claimed_at, poisoned_at IS NOT NULL, queue, " DOCKET_RUN_DOCUMENT
+    ", ctid::text"
+    " FROM docket.runs"
     " WHERE run_id = $1 AND ($2 OR tenant_id IS NOT DISTINCT FROM $3) FOR UPDATE",
     3,
     {TEXTOID, BOOLOID, TEXTOID},

@@ -339,7 +339,7 @@ INSERT INTO hostile VALUES
   ('regprocedure', 'zero-oid', $$'-'$$),
   ('regprocedure', 'dangling-oid', $$4294967294::oid$$),
   ('regprocedure', 'wrong-signature', $$'docket.now()'$$),
-  ('regprocedure', 'internal-helper', $$'docket._task_document(jsonb,text)'$$),
+  ('regprocedure', 'internal-helper', $$'docket._run_document(jsonb,text,text,text,text,bigint,timestamptz)'$$),
   ('regprocedure', 'volatile', $$'tap_bi.volatile_one(jsonb,jsonb)'$$),
   ('regprocedure', 'not-executable', $$'tap_bi.not_mine(jsonb,jsonb)'$$),
   ('regprocedure', 'writes-as-definer', $$'tap_bi.definer_writer(jsonb,jsonb)'$$),

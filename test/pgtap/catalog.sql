@@ -1,6 +1,6 @@
 -- The catalog rules of docket: every function pins its search_path (but the
 -- clock, docket.now(), which names no object and is called on every claim,
--- docket._task_document, likewise, called once per spawned run, and
+-- docket._run_document, likewise, called once per document read, and
 -- docket._run_row_valid, the CHECK of docket.runs, called per written row), has a
 -- comment and is not executable by PUBLIC; the public API is SECURITY DEFINER
 -- and executable only through the four docket roles, internal helpers by no
@@ -18,16 +18,18 @@ SELECT is_empty($$
     FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
    WHERE n.nspname = 'docket'
      AND NOT coalesce('search_path=pg_catalog, pg_temp' = ANY (p.proconfig), false)
-     AND p.oid NOT IN ('docket.now()'::regprocedure, 'docket._task_document(jsonb, text)'::regprocedure,
+     AND p.oid NOT IN ('docket.now()'::regprocedure,
+                       'docket._run_document(jsonb, text, text, text, text, bigint, timestamptz)'::regprocedure,
                        'docket._run_row_valid(text, bigint, integer, integer, uuid, timestamptz, timestamptz, text)'::regprocedure)
-$$, 'every docket function but the clock, the spawn document and the row check sets search_path = pg_catalog, pg_temp');
+$$, 'every docket function but the clock, the document composer and the row check sets search_path = pg_catalog, pg_temp');
 
 SELECT is(
   (SELECT proconfig FROM pg_proc WHERE oid = 'docket.now()'::regprocedure), NULL,
   'docket.now() (a C function that names no object) runs without a search_path switch');
 SELECT is(
-  (SELECT proconfig FROM pg_proc WHERE oid = 'docket._task_document(jsonb, text)'::regprocedure), NULL,
-  'docket._task_document (a C function that names no object, called once per spawned run) neither');
+  (SELECT proconfig FROM pg_proc
+    WHERE oid = 'docket._run_document(jsonb, text, text, text, text, bigint, timestamptz)'::regprocedure),
+  NULL, 'docket._run_document (a C function that names no object, called once per document read) neither');
 SELECT is(
   (SELECT proconfig FROM pg_proc
     WHERE oid = 'docket._run_row_valid(text, bigint, integer, integer, uuid, timestamptz, timestamptz, text)'::regprocedure),

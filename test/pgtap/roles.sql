@@ -215,8 +215,9 @@ SELECT is(pg_temp.as_role('tap_worker', $q$SELECT docket._cancel_task_impl('syst
           '42501 permission denied for function _cancel_task_impl', 'worker: a plpgsql body refused');
 SELECT is(pg_temp.as_role('tap_producer', $q$SELECT docket._retry_policy('{}')::text$q$),
           '42501 permission denied for function _retry_policy', 'producer: _retry_policy refused');
-SELECT is(pg_temp.as_role('tap_operator', $q$SELECT docket._task_document('{}', 'x')::text$q$),
-          '42501 permission denied for function _task_document', 'operator: _task_document refused');
+SELECT is(pg_temp.as_role('tap_operator',
+            $q$SELECT docket._run_document('{}', 'x', 'g', 'task', 'running', 0, now())::text$q$),
+          '42501 permission denied for function _run_document', 'operator: _run_document refused');
 
 -------------------------------------------------------------------------------
 -- The worker runs tasks; internal calls (waking, cancelling) work under roles

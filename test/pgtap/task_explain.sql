@@ -194,9 +194,9 @@ SELECT is(pg_temp.seqscans($$EXECUTE tap_leases('{r20001,r20002,r20003}')$$), ''
 -- arrays' order (src/pg/task_complete.cpp, word for word); no planner setting
 -- on the functions.
 PREPARE tap_complete(text[], uuid[], jsonb[], timestamptz, text, text) AS
-  UPDATE docket.runs r SET document = (r.document - 'waiting')
-         || jsonb_build_object('status', $5::text, 'result', i.result,
-                               'checkpoint_seq', r.checkpoint_seq + 1),
+  UPDATE docket.runs r
+     SET document = (r.document - '{waiting,id,graph_id,graph_hash,status,checkpoint_seq,started_at}'::text[])
+         || jsonb_build_object('result', i.result),
          status = $5, checkpoint_seq = r.checkpoint_seq + 1,
          checkpoint_type = $6::docket.checkpoint_type, updated_at = $4,
          claim_token = NULL, claimed_at = NULL, wake_at = NULL,

@@ -30,8 +30,10 @@ CREATE FUNCTION pg_temp.tok(name text) RETURNS uuid
   LANGUAGE sql AS $$ SELECT token FROM ids WHERE ids.name = tok.name $$;
 CREATE FUNCTION pg_temp.run(name text) RETURNS jsonb
   LANGUAGE sql AS $$ SELECT to_jsonb(r) - 'claim_started_at' - 'claim_renewed_at' - 'event_seq' - 'completed_seq' - 'completed_at' - 'claimed_seq' - 'claimed_attempt' FROM docket.runs r WHERE r.run_id = pg_temp.id(name) $$;
+-- The run's document as its readers see it (a task's row stores only what its
+-- columns do not say: test/pgtap/task_document.sql).
 CREATE FUNCTION pg_temp.doc(name text) RETURNS jsonb
-  LANGUAGE sql AS $$ SELECT r.document FROM docket.runs r WHERE r.run_id = pg_temp.id(name) $$;
+  LANGUAGE sql AS $$ SELECT docket.fetch_run('system', pg_temp.id(name)) $$;
 CREATE FUNCTION pg_temp.result(name text) RETURNS jsonb
   LANGUAGE sql AS $$ SELECT docket.task_result('system', pg_temp.id(name)) $$;
 CREATE FUNCTION pg_temp.state(name text) RETURNS text

@@ -55,7 +55,7 @@ SELECT is(pg_temp.run('plain') - 'document',
     'claim_abandons', 0, 'poisoned_at', NULL, 'poison_reason', NULL, 'deadline_at', NULL,
     'lease_ms', NULL),
   'the run: tenantless, queue default, graph (task name, task), running, due now, unclaimed');
-SELECT is(pg_temp.run('plain') -> 'document',
+SELECT is(docket.fetch_run('system', pg_temp.id('plain')),
   jsonb_build_object('id', pg_temp.id('plain'), 'graph_id', 'send_mail', 'graph_hash', 'task',
     'status', 'running', 'checkpoint_seq', 0, 'started_at', '2040-01-01T00:00:00.000000Z',
     'attempt', 1, 'wake_reason', 'new'),

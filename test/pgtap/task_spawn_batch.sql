@@ -3,7 +3,7 @@
 -- time-ordered run ids; and the guards that replace the spawn path's foreign
 -- keys. Times are in 2040, set through docket.fake_now.
 BEGIN;
-SELECT plan(51);
+SELECT plan(50);
 
 CREATE FUNCTION pg_temp.t(s double precision) RETURNS timestamptz
   LANGUAGE sql IMMUTABLE AS $$ SELECT '2040-01-01 00:00:00+00'::timestamptz + make_interval(secs => s) $$;
@@ -84,19 +84,18 @@ SELECT is((SELECT jsonb_agg(pg_temp.shape(run_id) ORDER BY n) FROM got WHERE nam
 SELECT is((SELECT (t.retry ->> 'kind') || ' ' || t.max_duration_ms || ' ' || (t.cancel_at = pg_temp.t(8))
              FROM docket.tasks t WHERE t.run_id = pg_temp.id('uniform', 2)),
           'fixed 60000 true', 'retry, max_duration_ms and cancel_at (run_at + cancel_after_ms) are stored');
-SELECT is((SELECT bool_and(document ->> 'id' = run_id) FROM docket.runs
+SELECT is((SELECT bool_and(docket.fetch_run('system', run_id) ->> 'id' = run_id) FROM docket.runs
             WHERE run_id IN (SELECT run_id FROM got WHERE name IN ('uniform', 'per-element', 'three'))),
           true, 'every document carries its own run id');
-
--- docket._task_document: the template with the run id in place of its id.
-SELECT is(docket._task_document('{"id": "aaaa", "graph_id": "aaaa", "status": "running"}', 'bcde'),
-          '{"id": "bcde", "graph_id": "aaaa", "status": "running"}'::jsonb,
-          '_task_document replaces the id and nothing else');
-SELECT throws_ok($$SELECT docket._task_document('{"id": "aaaa"}', 'abc')$$, '22023',
-                 'bad_argument: the document''s id must be a string of the run id''s length',
-                 '_task_document: an id of another length');
-SELECT throws_ok($$SELECT docket._task_document('{"id": 1234}', '1234')$$, '22023', NULL,
-                 '_task_document: an id that is not a string');
+SELECT is((SELECT array_agg(DISTINCT document::text) FROM docket.runs
+            WHERE run_id IN (SELECT run_id FROM got WHERE name IN ('uniform', 'per-element', 'three'))),
+          ARRAY['{"attempt": 1, "wake_reason": "new"}'],
+          'every spawned row stores the same narrow document (the rest is columns)');
+SELECT is((SELECT docket.fetch_run('system', run_id) FROM got WHERE name = 'three' AND n = 1),
+          jsonb_build_object('id', pg_temp.id('three', 1), 'graph_id', 'mail', 'graph_hash', 'task',
+                             'status', 'running', 'checkpoint_seq', 0,
+                             'started_at', '2040-01-01T00:00:00.000000Z', 'attempt', 1, 'wake_reason', 'new'),
+          'fetch_run shows the spawned run''s whole document');
 
 -------------------------------------------------------------------------------
 -- Per-element options and idempotency keys

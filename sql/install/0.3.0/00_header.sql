@@ -12,7 +12,7 @@
 -- and into the upgrade pieces (sql/upgrade/0.3.0/), which migrate what exists.
 --
 -- Every object lives in schema docket; every function pins its search_path
--- (but docket.now(), docket._task_document and docket._run_row_valid, which
+-- (but docket.now(), docket._run_document and docket._run_row_valid, which
 -- name no object); nothing is granted to PUBLIC. Lock order (deadlock
 -- freedom): an event slot (docket.task_events row) before any run; a child
 -- run before its parent; several runs in run_id order (docs/tasks.md, "Lock

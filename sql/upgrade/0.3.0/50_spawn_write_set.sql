@@ -33,14 +33,3 @@ ALTER TABLE docket.tasks ALTER COLUMN retry DROP NOT NULL;
 COMMENT ON COLUMN docket.tasks.retry IS
   'the retry policy (the defaults completed by the retry option); NULL: the defaults, {"kind": "exponential", "base_ms": 1000, "factor": 2, "max_ms": 300000, "jitter": 0}';
 
--- Each spawned run's document is the batch's template with the run's own id
--- (src/pg/task_spawn.cpp): a copy of the template's bytes, called once per
--- run in the spawn statement. It names no object, so like docket.now() it runs
--- without a search_path switch, which would cost every call a configuration
--- change and its undo.
-CREATE FUNCTION docket._task_document(document jsonb, run_id text) RETURNS jsonb
-  LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE
-  AS 'MODULE_PATHNAME', 'docket_task_document';
-COMMENT ON FUNCTION docket._task_document(jsonb, text) IS
-  'Internal: a spawned run''s document, the template document with run_id in place of its "id" string (of the same length; 22023 otherwise).';
-REVOKE ALL ON FUNCTION docket._task_document(jsonb, text) FROM PUBLIC;
