@@ -7,6 +7,7 @@
 #    and the same pg_dump --schema-only.
 # 2. A grant recipe of earlier versions is revoked by the update.
 # 3. Data written under the previous version (claimed tasks and their tokens,
+#    whole task documents that read the same and narrow at their next transition,
 #    a checkpointed step, a sleep, an event wait) works after the update.
 set -euo pipefail
 oldest=$(ls sql/docket--*.sql | grep -v -- '--.*--' | sed 's/.*docket--\(.*\)\.sql/\1/' | sort -V | head -1)
@@ -173,6 +174,8 @@ SELECT docket.sleep_until(run_id, claim_token, 'nap', '2030-01-01 01:00:00+00')
   FROM public.tokens WHERE task_name = 'up_sleep';
 SELECT docket.await_event(run_id, claim_token, 'ev', 'upgrade-event')
   FROM public.tokens WHERE task_name = 'up_wait';
+-- What fetch_run shows under the previous version: the stored document.
+CREATE TABLE public.docs AS SELECT run_id, document AS doc FROM docket.runs;
 ALTER EXTENSION docket UPDATE;
 SQL
 
@@ -190,6 +193,8 @@ claimed() { echo "(SELECT $1 FROM public.claimed WHERE task_name = '$2')"; }
 
 check "the update reached $newest" "$newest" \
   "SELECT extversion FROM pg_extension WHERE extname = 'docket'"
+check "every document of $previous reads as before the update" 0 \
+  "SELECT count(*) FROM public.docs WHERE docket.fetch_run('system', run_id) IS DISTINCT FROM doc"
 check "states after the update" \
   "up_done|running,up_new|pending,up_sleep|sleeping,up_step|running,up_stuck|running,up_wait|waiting" \
   "SELECT string_agg(task_name || '|' || (docket.task_result('tenantless', run_id) ->> 'state'), ','
@@ -204,6 +209,11 @@ echo "ok: another token is refused (DK001) for a task claimed under $previous"
 sql "SELECT docket.complete_task($(run up_done), $(token up_done), '{\"ok\": true}')" >/dev/null
 check "the token of $previous completes its task" 'completed|{"ok": true}' \
   "SELECT r ->> 'state' || '|' || (r -> 'result')::text FROM docket.task_result('tenantless', $(run up_done)) r"
+check "its row stores a narrow document, read whole" 'false|completed|1|true' \
+  "SELECT (r.document ? 'id')::text || '|' || (d ->> 'status') || '|' || (d ->> 'checkpoint_seq') || '|'
+          || (d ->> 'id' = r.run_id AND d ->> 'started_at' = docs.doc ->> 'started_at')::text
+     FROM docket.runs r, docket.fetch_run('system', r.run_id) d, public.docs
+    WHERE r.run_id = $(run up_done) AND docs.run_id = r.run_id"
 check "the step checkpointed under $previous is visible to its token" 'fetch|{"v": 1}' \
   "SELECT step_name || '|' || value::text FROM docket.step_states($(run up_step), $(token up_step))"
 check "its replay keeps the first value" '{"v": 1}' \
