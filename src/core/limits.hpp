@@ -12,6 +12,11 @@ constexpr std::size_t kMaxQueueBytes = 128;
 // Task names, step names, event names, idempotency keys: non-empty, at most
 // this many bytes.
 constexpr std::size_t kMaxNameBytes = 255;
+// Run ids, graph ids and graph hashes: non-empty, at most this many bytes.
+// docket.run_heads' listing indexes hold all three in one entry, beside the
+// tenant id: this keeps an id from being refused by an index (54000) instead
+// of with its own error.
+constexpr std::size_t kMaxIdBytes = 255;
 // Longest delay, timeout or duration an option may ask for: ten years.
 constexpr std::int64_t kMaxDurationMs = 86400000LL * 3650;
 // Retry delays saturate here instead of overflowing.

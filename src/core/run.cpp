@@ -1,5 +1,9 @@
 #include "core/run.hpp"
 
+#include <utility>
+
+#include "core/limits.hpp"
+
 namespace docket {
 
 std::optional<Status> parse_status(std::string_view text) noexcept {
@@ -97,6 +101,15 @@ RunDoc validate_run_fields(const RunFields& fields, Reason reason) {
   if (fields.updated_at.state != Field<std::string>::State::missing)
     doc.updated_at = required_time(fields.updated_at, "updated_at", reason);
   return doc;
+}
+
+void validate_new_run_ids(const RunDoc& doc, Reason reason) {
+  const std::pair<const char*, const std::string*> ids[] = {
+      {"id", &doc.id}, {"graph_id", &doc.graph_id}, {"graph_hash", &doc.graph_hash}};
+  for (const auto& [name, value] : ids)
+    if (value->size() > kMaxIdBytes)
+      fail(reason, std::string("run \"") + name + "\" is " + std::to_string(value->size()) +
+                       " bytes, over " + std::to_string(kMaxIdBytes));
 }
 
 void validate_schedule(ScheduleKind schedule, Status status, bool has_wake_at, bool allow_retain,

@@ -45,6 +45,7 @@ Datum insert_run(FunctionCallInfo fcinfo) {
     fail(Reason::invalid_run,
          "an inserted run's checkpoint_type must be run_initialized, not " + checkpoint_type);
   const RunDoc run = validate_run_fields(run_fields(PG_GETARG_DATUM(1)), Reason::invalid_run);
+  validate_new_run_ids(run, Reason::invalid_run);
   const Micros now = store_now();
 
   const Datum graph[2] = {text_datum(run.graph_id), text_datum(run.graph_hash)};

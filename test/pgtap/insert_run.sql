@@ -1,6 +1,6 @@
 -- docket.insert_run: storing an initialized run under an owner scope.
 BEGIN;
-SELECT plan(79);
+SELECT plan(84);
 -- This suite's subject includes explicit clocks (now => ...) far from docket's own:
 -- docket.max_clock_skew (superuser only) is raised for it (hostile_limits.sql tests the bound).
 SET LOCAL docket.max_clock_skew = '36500d';
@@ -156,6 +156,22 @@ SELECT alike(pg_temp.ins_err(pg_temp.doc('ir-x') - 'started_at'), 'DK007 invalid
 SELECT alike(pg_temp.ins_err(pg_temp.doc('ir-x', '{"id": 17}')), 'DK007 invalid_run: %', 'a numeric id raises DK007');
 SELECT alike(pg_temp.ins_err(pg_temp.doc('ir-x', '{"id": ""}')), 'DK007 invalid_run: %', 'an empty id raises DK007');
 SELECT alike(pg_temp.ins_err(pg_temp.doc('ir-x', '{"id": null}')), 'DK007 invalid_run: %', 'a JSON null id raises DK007');
+-- Ids are at most 255 bytes each (run id, graph_id, graph_hash), refused as an
+-- invalid run rather than by an index: random text does not compress, so a long
+-- random id used to fail with the index's 54000 instead.
+CREATE FUNCTION pg_temp.noise(n int) RETURNS text LANGUAGE sql AS $$
+  SELECT left(string_agg(md5(g::text), '' ORDER BY g), n) FROM generate_series(1, n / 32 + 1) g $$;
+SELECT is(pg_temp.err(format('SELECT docket.insert_run(%L, %L::jsonb, %L, %L)', 'tenant:acme',
+                             pg_temp.doc('irlong-' || pg_temp.noise(248)), 'run_initialized', '2040-04-01 12:00:00+00')),
+          'no error', 'a random run id of exactly 255 bytes is stored');
+SELECT is(pg_temp.ins_err(pg_temp.doc('irlong-' || pg_temp.noise(249))),
+          'DK007 invalid_run: run "id" is 256 bytes, over 255', 'a run id of 256 bytes raises DK007, naming the limit');
+SELECT is(pg_temp.ins_err(pg_temp.doc('irlong-' || pg_temp.noise(3000))),
+          'DK007 invalid_run: run "id" is 3007 bytes, over 255', 'a random run id of 3007 bytes raises DK007, not the index''s 54000');
+SELECT is(pg_temp.ins_err(pg_temp.doc('ir-x', jsonb_build_object('graph_id', pg_temp.noise(256)))),
+          'DK007 invalid_run: run "graph_id" is 256 bytes, over 255', 'a graph_id of 256 bytes raises DK007');
+SELECT is(pg_temp.ins_err(pg_temp.doc('ir-x', jsonb_build_object('graph_hash', repeat('é', 128)))),
+          'DK007 invalid_run: run "graph_hash" is 256 bytes, over 255', 'the graph_hash limit counts bytes: 128 two-byte characters raise DK007');
 SELECT alike(pg_temp.ins_err(pg_temp.doc('ir-x', '{"graph_id": ["tap-ir"]}')), 'DK007 invalid_run: %', 'an array graph_id raises DK007');
 SELECT alike(pg_temp.ins_err(pg_temp.doc('ir-x', '{"graph_hash": 1}')), 'DK007 invalid_run: %', 'a numeric graph_hash raises DK007');
 SELECT alike(pg_temp.ins_err(pg_temp.doc('ir-x', '{"checkpoint_seq": "3"}')), 'DK007 invalid_run: %', 'checkpoint_seq "3" (a string) raises DK007');

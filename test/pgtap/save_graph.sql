@@ -1,6 +1,6 @@
 -- docket.save_graph: publishing graph versions, idempotent per (graph_id, graph_hash).
 BEGIN;
-SELECT plan(24);
+SELECT plan(27);
 
 SET LOCAL TimeZone = 'UTC';
 SET LOCAL docket.fake_now = '2040-03-01 10:00:00+00';
@@ -64,9 +64,16 @@ SELECT alike(pg_temp.err($$SELECT docket.save_graph('', 'h9', '{}')$$),
              '22023 bad_argument: %', 'empty graph_id raises 22023');
 SELECT alike(pg_temp.err($$SELECT docket.save_graph('tap-g9', '', '{}')$$),
              '22023 bad_argument: %', 'empty graph_hash raises 22023');
+SELECT is(pg_temp.err($$SELECT docket.save_graph('tap-g9' || repeat('x', 250), 'h9', '{}')$$),
+          '22023 bad_argument: graph_id is 256 bytes, over 255', 'a graph_id of 256 bytes raises 22023, naming the limit');
+SELECT is(pg_temp.err($$SELECT docket.save_graph('tap-g9', (SELECT string_agg(md5(g::text), '') FROM generate_series(1, 100) g), '{}')$$),
+          '22023 bad_argument: graph_hash is 3200 bytes, over 255', 'a random graph_hash of 3200 bytes raises 22023, not the index''s 54000');
 SELECT alike(pg_temp.err($$SELECT docket.save_graph('tap-g9', 'h9', '{bad json')$$),
              '22P02 %', 'malformed JSON text is rejected by jsonb input (22P02)');
 SELECT is(pg_temp.graphs(), :'before_bad', 'no bad call wrote anything');
+
+SELECT is(pg_temp.err($$SELECT docket.save_graph('tap-g255-' || (SELECT left(string_agg(md5(g::text), ''), 246) FROM generate_series(1, 8) g), 'h1', '{}')$$),
+          'no error', 'a random graph_id of exactly 255 bytes is saved');
 
 -- A saved version is what a run may reference.
 SELECT lives_ok($$SELECT docket.insert_run('tenantless',

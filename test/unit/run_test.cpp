@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "core/limits.hpp"
 #include "core/run.hpp"
 #include "run_fixture.hpp"
 
@@ -204,6 +205,22 @@ TEST(ValidateSchedule, RetainClaimOnlyWhereAllowed) {
                           Reason::invalid_mutation);
       },
       Reason::invalid_mutation, "retain_claim is not a release schedule");
+}
+
+TEST(ValidateNewRunIds, EachIdAtMostMaxIdBytes) {
+  RunDoc doc = validate_run_fields(run_fields(), Reason::invalid_run);
+  const std::string at_cap(kMaxIdBytes, 'x');
+  for (std::string RunDoc::*member : {&RunDoc::id, &RunDoc::graph_id, &RunDoc::graph_hash}) {
+    RunDoc d = doc;
+    d.*member = at_cap;
+    EXPECT_NO_THROW(validate_new_run_ids(d, Reason::invalid_run));
+    d.*member = at_cap + "y";
+    expect_error([&] { validate_new_run_ids(d, Reason::invalid_run); }, Reason::invalid_run,
+                 "bytes, over 255");
+  }
+  doc.graph_hash = std::string(kMaxIdBytes + 1, 'h');
+  expect_error([&] { validate_new_run_ids(doc, Reason::invalid_run); }, Reason::invalid_run,
+               "run \"graph_hash\" is 256 bytes, over 255");
 }
 
 }  // namespace
