@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "pg/claim.hpp"
@@ -257,8 +258,9 @@ struct PreviousClaim {
 // Where each candidate's row version is (its ctid), for the lease.
 using Ctids = std::unordered_map<std::string, ItemPointerData>;
 
+// `leased_before`: the candidates whose row has a claim_started_at.
 Candidates scan(const ClaimRequest& args, std::unordered_map<std::string, PreviousClaim>& previous,
-                Ctids& ctids) {
+                Ctids& ctids, std::unordered_set<std::string>& leased_before) {
   const ClaimPolicy& policy = args.policy;
   Datum values[5] = {TimestampTzGetDatum(policy.now), Int64GetDatum(policy.limit),
                      TimestampTzGetDatum(expiry_cutoff(policy)), Datum(0), Datum(0)};
@@ -288,13 +290,16 @@ Candidates scan(const ClaimRequest& args, std::unordered_map<std::string, Previo
       c.eligible_at = at;
     }
     c.claim_attempts = DatumGetInt32(spi_value(row, 4, &isnull));
+    bool never_leased = false;
+    const Datum started = spi_value(row, 8, &never_leased);
+    if (!never_leased) leased_before.insert(c.run_id);
     const Datum claimed_seq = spi_value(row, 6, &isnull);
     if (!isnull) {
       PreviousClaim p;
       p.seq = DatumGetInt64(claimed_seq);
       const Datum attempt = spi_value(row, 7, &isnull);
       p.attempt = isnull ? 0 : DatumGetInt32(attempt);
-      p.at = DatumGetTimestampTz(spi_value(row, 8, &isnull));
+      p.at = never_leased ? 0 : DatumGetTimestampTz(started);
       previous.emplace(c.run_id, p);
     }
     const void* ctid = DatumGetPointer(spi_value(row, 9, &isnull));
@@ -432,7 +437,8 @@ std::vector<ClaimRow> claim_runs(const ClaimRequest& args, Datum lease_text, Dat
   const ClaimPolicy& policy = args.policy;
   std::unordered_map<std::string, PreviousClaim> previous;
   Ctids ctids;
-  const Candidates candidates = scan(args, previous, ctids);
+  std::unordered_set<std::string> leased_before;
+  const Candidates candidates = scan(args, previous, ctids, leased_before);
   const std::vector<Candidate>& ready = candidates.ready;
   const std::vector<Candidate>& expired = candidates.expired;
   const std::vector<Pick> picks = select_candidates(ready, expired, policy);
@@ -455,6 +461,7 @@ std::vector<ClaimRow> claim_runs(const ClaimRequest& args, Datum lease_text, Dat
   // A new lease ends what the row says of the run's previous claim: its
   // claimed event goes to the log, as it was (number, attempt, time).
   for (const std::string& id : lease_ids) {
+    output.at(position.at(id)).leased_before = leased_before.count(id) > 0;
     const auto p = previous.find(id);
     if (p == previous.end()) continue;
     history.push_back({output.at(position.at(id)).values[c_run_id], p->second.seq, "claimed",

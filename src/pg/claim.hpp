@@ -52,6 +52,10 @@ struct ClaimRow {
   bool task_attempt_null = true;
   Datum wake_reason = Datum(0);
   bool wake_reason_null = true;
+  // For a lease: the row had been leased before (claim_started_at was set).
+  // Every lease sets it and nothing clears it, and a task stores steps only
+  // under a lease, so a first lease has no steps to read (claim_tasks).
+  bool leased_before = false;
 };
 
 // Leases or poisons up to policy.limit due and expired runs, skipping locked

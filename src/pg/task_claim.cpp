@@ -23,15 +23,21 @@ namespace {
 // The leases' task rows and completed steps, by primary key, in run_id order
 // (a lease without a task row is a plain run sharing the queue). The run's own
 // facts came back with the lease (ClaimRequest::task_facts).
-Statement leases_statement{
-    "SELECT t.run_id, t.task_name, t.params, t.headers, t.cancel_at, t.first_started_at,"
-    " t.deadline_at, t.max_duration_ms,"
-    " coalesce((SELECT jsonb_object_agg(s.step_name, s.value) FROM docket.task_steps s"
-    " WHERE s.run_id = t.run_id), '{}'::jsonb)"
-    " FROM docket.tasks t WHERE t.run_id = ANY($1) ORDER BY t.run_id",
-    1,
-    {TEXTARRAYOID},
-    nullptr};
+#define DOCKET_LEASES(steps)                                                            \
+  "SELECT t.run_id, t.task_name, t.params, t.headers, t.cancel_at, t.first_started_at," \
+  " t.deadline_at, t.max_duration_ms, " steps                                           \
+  " FROM docket.tasks t WHERE t.run_id = ANY($1)"                                       \
+  " ORDER BY t.run_id"
+Statement leases_statement{DOCKET_LEASES("coalesce((SELECT jsonb_object_agg(s.step_name, s.value)"
+                                         " FROM docket.task_steps s WHERE s.run_id = t.run_id),"
+                                         " '{}'::jsonb)"),
+                           1,
+                           {TEXTARRAYOID},
+                           nullptr};
+// The same when every lease is its task's first (ClaimRow::leased_before):
+// no task has stored a step yet, so none is looked up (a probe of
+// task_steps per lease was 2.4% of a drain's server time).
+Statement first_leases_statement{DOCKET_LEASES("'{}'::jsonb"), 1, {TEXTARRAYOID}, nullptr};
 
 // The first start of a task with a deadline option; the deadline also goes on
 // the run row, where the fast path's fence reads it.
@@ -119,15 +125,18 @@ Datum claim_into(FunctionCallInfo fcinfo, ClaimRequest& request) {
   const std::vector<ClaimRow> claimed = claim_runs(request, lease_text, poisoned_text);
   std::vector<std::string> ids;
   std::unordered_map<std::string, const ClaimRow*> by_id;
+  bool any_leased_before = false;
   for (const ClaimRow& row : claimed) {
     if (!row.leased) continue;
     ids.push_back(text_value(row.values[c_run_id]));
     by_id.emplace(ids.back(), &row);
+    any_leased_before = any_leased_before || row.leased_before;
   }
   if (!ids.empty()) {
     const Datum id_array = text_array(ids);
-    spi_prepare_generic(leases_statement);
-    const std::uint64_t rows = spi_execute(leases_statement, &id_array, nullptr);
+    Statement& statement = any_leased_before ? leases_statement : first_leases_statement;
+    spi_prepare_generic(statement);
+    const std::uint64_t rows = spi_execute(statement, &id_array, nullptr);
     std::vector<Lease> leases(rows);
     for (std::uint64_t row = 0; row < rows; ++row) {
       Lease& l = leases[row];

@@ -4,7 +4,7 @@
 -- retries and recoveries and replay on the next attempt. The clock is
 -- docket.fake_now in 2041, far from the real one; claims pass the same `now`.
 BEGIN;
-SELECT plan(84);
+SELECT plan(87);
 SET LOCAL timezone = 'UTC';
 
 -------------------------------------------------------------------------------
@@ -256,6 +256,26 @@ SELECT is((pg_temp.r('hb')).claimed_at, pg_temp.t(1091),
   'a plain heartbeat never shortens the extension (claimed_at stays at 1001 s + 120 s - the 30 s lease)');
 SELECT is(pg_temp.claim('hb', 1151.000001) ->> 'wake_reason', 'recovered',
   'expired once extend_ms and the claimer''s TTL have passed');
+
+-------------------------------------------------------------------------------
+-- claim_tasks' steps column in a batch: a task leased before brings its steps,
+-- a first lease none (it cannot have stored any), whatever the batch holds
+-------------------------------------------------------------------------------
+SELECT pg_temp.at(2000);
+CREATE TEMP TABLE mix AS SELECT 'm1' AS name, run_id FROM docket.spawn_task('job_mix', '{}', 'mix');
+SELECT pg_temp.at(2001);
+INSERT INTO mix SELECT 'm2', run_id FROM docket.spawn_task('job_mix', '{}', 'mix');
+CREATE TEMP TABLE mix_first AS SELECT * FROM docket.claim_tasks('mix', 1, 30000, now => pg_temp.t(2002));
+SELECT is((SELECT run_id || ' ' || steps::text FROM mix_first), (SELECT run_id FROM mix WHERE name = 'm1') || ' {}',
+  'a first lease alone: the older task, no steps');
+SELECT pg_temp.at(2003);
+SELECT is(docket.complete_step(run_id, claim_token, 's1', '{"n": 1}'), '{"n": 1}'::jsonb, 'm1 stores a step')
+  FROM mix_first;
+SELECT results_eq(
+  $$SELECT m.name, c.steps, c.wake_reason FROM docket.claim_tasks('mix', 10, 30000, now => pg_temp.t(2100)) c
+      JOIN mix m USING (run_id) ORDER BY m.name$$,
+  $$VALUES ('m1', '{"s1": {"n": 1}}'::jsonb, 'recovered'), ('m2', '{}'::jsonb, 'new')$$,
+  'one batch of an expired lease and a first lease: the task leased before brings its step, the new one none');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -170,6 +170,8 @@ CREATE TABLE public.tokens AS
   SELECT t.task_name, r.run_id, r.claim_token FROM docket.tasks t JOIN docket.runs r USING (run_id);
 SELECT docket.complete_step(run_id, claim_token, 'fetch', '{"v": 1}')
   FROM public.tokens WHERE task_name = 'up_step';
+SELECT docket.complete_step(run_id, claim_token, 'before_nap', '{"v": 2}')
+  FROM public.tokens WHERE task_name = 'up_sleep';
 SELECT docket.sleep_until(run_id, claim_token, 'nap', '2030-01-01 01:00:00+00')
   FROM public.tokens WHERE task_name = 'up_sleep';
 SELECT docket.await_event(run_id, claim_token, 'ev', 'upgrade-event')
@@ -203,6 +205,9 @@ check "the claims of $previous keep their start (the expired class reads claim_s
   "SELECT count(*) FROM docket.runs WHERE claim_token IS NOT NULL AND claim_started_at = claimed_at"
 check "the claims of $previous are renewed at their claimed_at (the expired class reads claim_renewed_at)" 3 \
   "SELECT count(*) FROM docket.runs WHERE claim_token IS NOT NULL AND claim_renewed_at = claimed_at"
+check "every run with a step has a claim start (claim_tasks reads no steps for a first lease)" 0 \
+  "SELECT count(*) FROM docket.runs r WHERE r.claim_started_at IS NULL
+      AND EXISTS (SELECT 1 FROM docket.task_steps s WHERE s.run_id = r.run_id)"
 got=$(sql "SELECT docket.complete_task($(run up_done), gen_random_uuid(), '{}')" 2>&1 || true)
 grep -q "stale_fence" <<<"$got" || { echo "FAIL: another token: expected stale_fence (DK001), got: $got"; exit 1; }
 echo "ok: another token is refused (DK001) for a task claimed under $previous"
@@ -233,6 +238,8 @@ check "one claim serves the woken, the slept, the stuck and the new task" \
   "up_new|new|1,up_sleep|sleep|1,up_stuck|recovered|1,up_wait|event|1" \
   "SELECT string_agg(task_name || '|' || wake_reason || '|' || attempt, ',' ORDER BY task_name)
      FROM public.claimed"
+check "the step stored under $previous before the sleep comes with its claim" '{"v": 2}' \
+  "SELECT steps -> 'before_nap' FROM public.claimed WHERE task_name = 'up_sleep'"
 check "the sleep of $previous has elapsed" "elapsed|true" \
   "SELECT status || '|' || (resume_at = '2030-01-01 01:00:00+00') FROM docket.sleep_until($(claimed run_id up_sleep),
      $(claimed claim_token up_sleep), 'nap', '2030-01-01 02:00:00+00')"
