@@ -190,6 +190,11 @@ std::vector<QueuedClaim> LocalQueue::close() {
   return out;
 }
 
+int flush_batch(const WorkerPoolOptions& options) {
+  if (options.flush_max_batch == kAutoFlushBatch) return std::max(100, options.concurrency);
+  return std::max(1, options.flush_max_batch);
+}
+
 namespace {
 WorkerPoolOptions with_logger(WorkerPoolOptions options) {
   if (!options.logger) options.logger = stderr_logger(LogLevel::info);
@@ -200,7 +205,7 @@ FlusherOptions flusher_options(const WorkerPoolOptions& options, PoolShared& poo
   FlusherOptions out;
   out.conninfo = options.conninfo;
   out.connect = [&pool] { return connect(pool.options); };
-  out.max_batch = static_cast<std::size_t>(std::max(1, options.flush_max_batch));
+  out.max_batch = static_cast<std::size_t>(flush_batch(options));
   out.max_delay = options.flush_max_delay;
   out.async_commit = options.flush_async_commit;
   out.log = [&pool](LogLevel level, const std::string& message) { pool.log(level, message); };

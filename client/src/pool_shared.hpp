@@ -119,6 +119,10 @@ std::unique_ptr<pqxx::connection> connect(const std::string& conninfo);
 // set (a null or closed connection is ConnectionLost), else options.conninfo.
 std::unique_ptr<pqxx::connection> connect(const WorkerPoolOptions& options);
 
+// The flusher's batch bound: options.flush_max_batch, or for kAutoFlushBatch
+// the larger of 100 and the concurrency.
+int flush_batch(const WorkerPoolOptions& options);
+
 // The connections runners borrow for their calls that are not group-committed
 // (heartbeat, sleeps, waits, emits, spawns, failures): at most `size` exist
 // whatever the concurrency; a borrower waits while all are lent. A broken

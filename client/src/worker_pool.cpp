@@ -48,8 +48,8 @@ void validate(const TaskCatalog& catalog, const WorkerPoolOptions& options) {
     throw std::invalid_argument("WorkerPool: prefetch must be >= 0 or kAutoPrefetch");
   if (options.max_prefetch < 0)
     throw std::invalid_argument("WorkerPool: max_prefetch must be >= 0");
-  if (options.flush_max_batch < 1)
-    throw std::invalid_argument("WorkerPool: flush_max_batch must be >= 1");
+  if (options.flush_max_batch < 1 && options.flush_max_batch != kAutoFlushBatch)
+    throw std::invalid_argument("WorkerPool: flush_max_batch must be >= 1 or kAutoFlushBatch");
   if (options.flush_max_delay.count() < 0)
     throw std::invalid_argument("WorkerPool: flush_max_delay must be >= 0");
   if (options.claim_connections < 1 || options.claim_connections > 2)

@@ -103,6 +103,20 @@ void in_parallel(const std::vector<std::function<void()>>& calls) {
   for (std::thread& t : threads) t.join();
 }
 
+// The flusher's bound (WorkerPoolOptions::flush_max_batch): by default the
+// larger of 100 and the concurrency, so one flush can carry a step of every
+// runner; a number given is taken as it is.
+TEST(FlushBatch, AutoIsTheLargerOfHundredAndConcurrency) {
+  WorkerPoolOptions o;
+  EXPECT_EQ(o.flush_max_batch, kAutoFlushBatch);
+  o.concurrency = 10;
+  EXPECT_EQ(detail::flush_batch(o), 100);
+  o.concurrency = 400;
+  EXPECT_EQ(detail::flush_batch(o), 400);
+  o.flush_max_batch = 7;
+  EXPECT_EQ(detail::flush_batch(o), 7);
+}
+
 TEST_F(GroupCommitTest, ClaimReturnsTheCompletedStepsUnderTheNewClaim) {
   const std::string run_id = spawn();
   std::vector<sql::ClaimedTask> first = claim(1);

@@ -661,6 +661,8 @@ TEST_F(WorkerPoolTest, StartValidatesCatalogAndOptions) {
       [](WorkerPoolOptions& o) { o.shutdown_grace = -1ms; },
       [](WorkerPoolOptions& o) { o.max_claim_attempts = 0; },
       [](WorkerPoolOptions& o) { o.queue = ""; },
+      [](WorkerPoolOptions& o) { o.flush_max_batch = 0; },
+      [](WorkerPoolOptions& o) { o.flush_max_batch = -2; },
   };
   for (const auto& breaks : broken) {
     WorkerPoolOptions o = options();

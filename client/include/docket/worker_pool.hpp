@@ -117,6 +117,8 @@ constexpr int kStuckExitCode = 70;
 
 // WorkerPoolOptions::prefetch: sized by the pool (see there).
 constexpr int kAutoPrefetch = -1;
+// WorkerPoolOptions::flush_max_batch: sized by the pool (see there).
+constexpr int kAutoFlushBatch = -1;
 
 struct WorkerPoolOptions {
   std::string conninfo;  // libpq connection string ("" = PG* environment)
@@ -161,7 +163,11 @@ struct WorkerPoolOptions {
   // Group commit (see docs/tasks.md "Group commit"): one transaction commits up
   // to flush_max_batch step checkpoints and completions, waiting at most
   // flush_max_delay for more to arrive; a runner goes on only once it committed.
-  int flush_max_batch = 100;
+  // kAutoFlushBatch (the default): the larger of 100 and concurrency, so one
+  // flush can carry a step of every runner; a smaller bound makes runners wait
+  // for room in the queue (measured at concurrency 400 and a bound of 100:
+  // about 30% fewer 3-step tasks per second, twice the client CPU).
+  int flush_max_batch = kAutoFlushBatch;
   std::chrono::microseconds flush_max_delay{2000};
   // UNSAFE, off by default: commit flushes with synchronous_commit = off. A
   // server crash can then lose steps and completions the runners were told were
