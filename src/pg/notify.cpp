@@ -12,8 +12,9 @@ namespace docket::pg {
 
 namespace {
 
-// Per backend: when each queue was last notified by a committed transaction,
-// and the queues notified by the transaction in progress.
+// Per backend: when each queue was last notified by a committed transaction;
+// the queues the transaction in progress made due (each once), notified when
+// it commits; and those its commit notified, recorded once it committed.
 std::unordered_map<std::string, TimestampTz>& last_sent() {
   static std::unordered_map<std::string, TimestampTz> map;
   return map;
@@ -22,20 +23,58 @@ std::vector<std::string>& pending() {
   static std::vector<std::string> queues;
   return queues;
 }
+std::vector<std::string>& sent() {
+  static std::vector<std::string> queues;
+  return queues;
+}
+
+// Before the commit: one NOTIFY per pending queue that this backend's
+// committed transactions did not notify within docket.notify_interval_ms.
+// Deciding here, not when a run became due, keeps two things right: a
+// savepoint rolled back after a run of a queue became due (PostgreSQL drops
+// the NOTIFYs of an aborted subtransaction) does not silence that queue for
+// the rest of the transaction, and a transaction that made work due can still
+// be prepared (PREPARE TRANSACTION refuses one that has executed NOTIFY).
+void send_pending() {
+  const int interval_ms = settings::notify_interval_ms();
+  const TimestampTz now = call([] { return GetCurrentTimestamp(); });
+  for (const std::string& queue : pending()) {
+    const auto it = last_sent().find(queue);
+    if (interval_ms > 0 && it != last_sent().end() &&
+        now - it->second < static_cast<TimestampTz>(interval_ms) * 1000)
+      continue;
+    call([&] { Async_Notify(kNotifyChannel, queue.c_str()); });
+    sent().push_back(queue);
+  }
+  pending().clear();
+}
 
 void on_xact(XactEvent event, void*) noexcept {
-  try {
-    if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT) {
-      const TimestampTz now = GetCurrentTimestamp();
-      for (const std::string& queue : pending()) last_sent()[queue] = now;
-      pending().clear();
-    } else if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT) {
-      pending().clear();
-    }
-  } catch (...) {
-    // Losing debounce bookkeeping only costs an extra notification.
-    pending().clear();
+  if (event == XACT_EVENT_PRE_COMMIT) {
+    // An error here (out of memory) aborts the commit, raised by entry()
+    // after its C++ objects are gone.
+    if (!pending().empty())
+      entry(nullptr, [](FunctionCallInfo) {
+        send_pending();
+        return Datum(0);
+      });
+    return;
   }
+  if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT) {
+    try {
+      const TimestampTz now = GetCurrentTimestamp();
+      for (const std::string& queue : sent()) last_sent()[queue] = now;
+    } catch (...) {
+      // Losing debounce bookkeeping only costs an extra notification.
+    }
+  } else if (event != XACT_EVENT_ABORT && event != XACT_EVENT_PARALLEL_ABORT &&
+             event != XACT_EVENT_PRE_PREPARE && event != XACT_EVENT_PREPARE) {
+    return;
+  }
+  // Committed, aborted or prepared. A prepared transaction notifies nobody:
+  // it commits later, maybe elsewhere, and the workers' polls find its work.
+  pending().clear();
+  sent().clear();
 }
 
 }  // namespace
@@ -43,16 +82,8 @@ void on_xact(XactEvent event, void*) noexcept {
 void notify_due(const std::string& queue) {
   wake_on_commit(queue);
   if (!settings::notify()) return;
-  if (std::find(pending().begin(), pending().end(), queue) != pending().end()) return;
-  const int interval_ms = settings::notify_interval_ms();
-  if (interval_ms > 0) {
-    auto it = last_sent().find(queue);
-    const TimestampTz now = call([] { return GetCurrentTimestamp(); });
-    if (it != last_sent().end() && now - it->second < static_cast<TimestampTz>(interval_ms) * 1000)
-      return;
-  }
-  pending().push_back(queue);
-  call([&] { Async_Notify(kNotifyChannel, queue.c_str()); });
+  if (std::find(pending().begin(), pending().end(), queue) == pending().end())
+    pending().push_back(queue);
 }
 
 void register_notify_callback() {
