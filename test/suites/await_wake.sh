@@ -58,7 +58,8 @@ def waiting(producer, waiter_pid):
 
 def scenario(name, queue, call, produce, end, expect):
     """call: the waiter's SQL (one row back); produce: the producer's SQL in
-    its open transaction; end: COMMIT or ROLLBACK; expect(rows) -> bool."""
+    its open transaction; end: COMMIT or ROLLBACK (or a list of statements run
+    in turn); expect(rows) -> bool."""
     waiter, producer = connect(), connect()
     try:
         with waiter.cursor() as cur:
@@ -78,7 +79,8 @@ def scenario(name, queue, call, produce, end, expect):
         thread.start()
         seen = waiting(producer, pid)
         with producer.cursor() as cur:
-            cur.execute(end)
+            for statement in (end if isinstance(end, list) else [end]):
+                cur.execute(statement)
         thread.join()
         check(name + " (the waiter was seen waiting)", seen)
         check(name, expect(result.get("rows")), repr(result.get("rows")))
@@ -116,6 +118,18 @@ with connect().cursor() as cur:
 scenario("await_due: a wake-up without work of its queue (%s shares its marker) waits on" % twin,
          "wake-5", "SELECT docket.await_due(%s, 4000)", spawn(twin), "COMMIT",
          lambda rows: rows == [(False,)])
+
+# Two-phase commit: the spawning transaction is prepared, then committed by
+# COMMIT PREPARED. That commit wakes nobody (docs/run-store.md, "Waking
+# workers"): the wait ends at its timeout without a last look, and the work is
+# there for the next look.
+scenario("await_due: COMMIT PREPARED of a spawn wakes nobody (false at the timeout)",
+         "wake-6", "SELECT docket.await_due(%s, 4000)", spawn("wake-6"),
+         ["PREPARE TRANSACTION 'docket_await_wake_6'", "COMMIT PREPARED 'docket_await_wake_6'"],
+         lambda rows: rows == [(False,)])
+with connect().cursor() as cur:
+    cur.execute("SELECT docket.await_due('wake-6', 0)")
+    check("await_due: the next look finds the prepared spawn's work", cur.fetchone() == (True,))
 
 sys.exit(1 if failures else 0)
 PYEOF
