@@ -1,7 +1,5 @@
 #include "core/run.hpp"
 
-#include <utility>
-
 #include "core/limits.hpp"
 
 namespace docket {
@@ -103,13 +101,16 @@ RunDoc validate_run_fields(const RunFields& fields, Reason reason) {
   return doc;
 }
 
+void validate_id_bytes(const char* label, const std::string& id, Reason reason) {
+  if (id.size() > kMaxIdBytes)
+    fail(reason, std::string(label) + " is " + std::to_string(id.size()) + " bytes, over " +
+                     std::to_string(kMaxIdBytes));
+}
+
 void validate_new_run_ids(const RunDoc& doc, Reason reason) {
-  const std::pair<const char*, const std::string*> ids[] = {
-      {"id", &doc.id}, {"graph_id", &doc.graph_id}, {"graph_hash", &doc.graph_hash}};
-  for (const auto& [name, value] : ids)
-    if (value->size() > kMaxIdBytes)
-      fail(reason, std::string("run \"") + name + "\" is " + std::to_string(value->size()) +
-                       " bytes, over " + std::to_string(kMaxIdBytes));
+  validate_id_bytes("run \"id\"", doc.id, reason);
+  validate_id_bytes("run \"graph_id\"", doc.graph_id, reason);
+  validate_id_bytes("run \"graph_hash\"", doc.graph_hash, reason);
 }
 
 void validate_schedule(ScheduleKind schedule, Status status, bool has_wake_at, bool allow_retain,

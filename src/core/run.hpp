@@ -63,6 +63,9 @@ struct RunDoc {
 // for insert, invalid_commit for commit, invalid_mutation for mutate_run) with
 // a detail naming the first broken field.
 RunDoc validate_run_fields(const RunFields& fields, Reason reason);
+// An id (run id, graph_id, graph_hash) of at most kMaxIdBytes; raises `reason`
+// with "<label> is N bytes, over 255" otherwise.
+void validate_id_bytes(const char* label, const std::string& id, Reason reason);
 // A new run's id, graph_id and graph_hash: at most kMaxIdBytes each (insert
 // only: a commit or mutation keeps the ids its run already has).
 void validate_new_run_ids(const RunDoc& doc, Reason reason);

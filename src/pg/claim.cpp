@@ -5,7 +5,6 @@
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "pg/claim.hpp"
@@ -255,12 +254,16 @@ struct PreviousClaim {
   Micros at = 0;  // claim_started_at
 };
 
-// Where each candidate's row version is (its ctid), for the lease.
-using Ctids = std::unordered_map<std::string, ItemPointerData>;
+// Where each candidate's row version is (its ctid), for the lease, and
+// whether the row had been leased before (it has a claim_started_at).
+struct Located {
+  ItemPointerData ctid;
+  bool leased_before;
+};
+using Ctids = std::unordered_map<std::string, Located>;
 
-// `leased_before`: the candidates whose row has a claim_started_at.
 Candidates scan(const ClaimRequest& args, std::unordered_map<std::string, PreviousClaim>& previous,
-                Ctids& ctids, std::unordered_set<std::string>& leased_before) {
+                Ctids& ctids) {
   const ClaimPolicy& policy = args.policy;
   Datum values[5] = {TimestampTzGetDatum(policy.now), Int64GetDatum(policy.limit),
                      TimestampTzGetDatum(expiry_cutoff(policy)), Datum(0), Datum(0)};
@@ -292,7 +295,6 @@ Candidates scan(const ClaimRequest& args, std::unordered_map<std::string, Previo
     c.claim_attempts = DatumGetInt32(spi_value(row, 4, &isnull));
     bool never_leased = false;
     const Datum started = spi_value(row, 8, &never_leased);
-    if (!never_leased) leased_before.insert(c.run_id);
     const Datum claimed_seq = spi_value(row, 6, &isnull);
     if (!isnull) {
       PreviousClaim p;
@@ -303,7 +305,7 @@ Candidates scan(const ClaimRequest& args, std::unordered_map<std::string, Previo
       previous.emplace(c.run_id, p);
     }
     const void* ctid = DatumGetPointer(spi_value(row, 9, &isnull));
-    ctids.emplace(c.run_id, *static_cast<const ItemPointerData*>(ctid));
+    ctids.emplace(c.run_id, Located{*static_cast<const ItemPointerData*>(ctid), !never_leased});
     (expired ? out.expired : out.ready).push_back(std::move(c));
   }
   return out;
@@ -351,7 +353,7 @@ void apply(Statement& statement, const std::vector<std::string>& ids, const Ctid
     std::vector<ItemPointerData> where(ids.size());
     std::vector<Datum> elements(ids.size());
     for (std::size_t i = 0; i < ids.size(); ++i) {
-      where[i] = ctids.at(ids[i]);
+      where[i] = ctids.at(ids[i]).ctid;
       elements[i] = PointerGetDatum(&where[i]);
     }
     bool* no_nulls = nullptr;
@@ -437,8 +439,7 @@ std::vector<ClaimRow> claim_runs(const ClaimRequest& args, Datum lease_text, Dat
   const ClaimPolicy& policy = args.policy;
   std::unordered_map<std::string, PreviousClaim> previous;
   Ctids ctids;
-  std::unordered_set<std::string> leased_before;
-  const Candidates candidates = scan(args, previous, ctids, leased_before);
+  const Candidates candidates = scan(args, previous, ctids);
   const std::vector<Candidate>& ready = candidates.ready;
   const std::vector<Candidate>& expired = candidates.expired;
   const std::vector<Pick> picks = select_candidates(ready, expired, policy);
@@ -461,7 +462,7 @@ std::vector<ClaimRow> claim_runs(const ClaimRequest& args, Datum lease_text, Dat
   // A new lease ends what the row says of the run's previous claim: its
   // claimed event goes to the log, as it was (number, attempt, time).
   for (const std::string& id : lease_ids) {
-    output.at(position.at(id)).leased_before = leased_before.count(id) > 0;
+    output.at(position.at(id)).leased_before = ctids.at(id).leased_before;
     const auto p = previous.find(id);
     if (p == previous.end()) continue;
     history.push_back({output.at(position.at(id)).values[c_run_id], p->second.seq, "claimed",

@@ -1,7 +1,5 @@
 // save_graph: publishing a graph version, idempotent per (graph_id, graph_hash).
-#include <string>
-
-#include "core/limits.hpp"
+#include "core/run.hpp"
 #include "pg/datum.hpp"
 #include "pg/input_limits.hpp"
 #include "pg/spi.hpp"
@@ -32,13 +30,8 @@ Datum save_graph(FunctionCallInfo fcinfo) {
   check_jsonb_size(settings::SizeCap::document, "definition", PG_GETARG_DATUM(2));
   if (graph_id.empty()) fail(Reason::bad_argument, "graph_id must not be empty");
   if (graph_hash.empty()) fail(Reason::bad_argument, "graph_hash must not be empty");
-  auto bounded = [](const char* name, const std::string& value) {
-    if (value.size() > kMaxIdBytes)
-      fail(Reason::bad_argument, std::string(name) + " is " + std::to_string(value.size()) +
-                                     " bytes, over " + std::to_string(kMaxIdBytes));
-  };
-  bounded("graph_id", graph_id);
-  bounded("graph_hash", graph_hash);
+  validate_id_bytes("graph_id", graph_id, Reason::bad_argument);
+  validate_id_bytes("graph_hash", graph_hash, Reason::bad_argument);
   const Datum values[4] = {PG_GETARG_DATUM(0), PG_GETARG_DATUM(1), PG_GETARG_DATUM(2),
                            TimestampTzGetDatum(store_now())};
   spi_connect();

@@ -50,29 +50,35 @@ void send_pending() {
 }
 
 void on_xact(XactEvent event, void*) noexcept {
-  if (event == XACT_EVENT_PRE_COMMIT) {
-    // An error here (out of memory) aborts the commit, raised by entry()
-    // after its C++ objects are gone.
-    if (!pending().empty())
-      entry(nullptr, [](FunctionCallInfo) {
-        send_pending();
-        return Datum(0);
-      });
-    return;
+  switch (event) {
+    case XACT_EVENT_PRE_COMMIT:
+      // An error here (out of memory) aborts the commit, raised by entry()
+      // after its C++ objects are gone.
+      if (!pending().empty())
+        entry(nullptr, [](FunctionCallInfo) {
+          send_pending();
+          return Datum(0);
+        });
+      return;
+    case XACT_EVENT_COMMIT:
+    case XACT_EVENT_PARALLEL_COMMIT:
+      try {
+        const TimestampTz now = GetCurrentTimestamp();
+        for (const std::string& queue : sent()) last_sent()[queue] = now;
+      } catch (...) {
+        // Losing debounce bookkeeping only costs an extra notification.
+      }
+      break;
+    case XACT_EVENT_ABORT:
+    case XACT_EVENT_PARALLEL_ABORT:
+    case XACT_EVENT_PRE_PREPARE:
+    case XACT_EVENT_PREPARE:
+      // A prepared transaction notifies nobody: it commits later, maybe
+      // elsewhere, and the workers' polls find its work.
+      break;
+    default:
+      return;
   }
-  if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT) {
-    try {
-      const TimestampTz now = GetCurrentTimestamp();
-      for (const std::string& queue : sent()) last_sent()[queue] = now;
-    } catch (...) {
-      // Losing debounce bookkeeping only costs an extra notification.
-    }
-  } else if (event != XACT_EVENT_ABORT && event != XACT_EVENT_PARALLEL_ABORT &&
-             event != XACT_EVENT_PRE_PREPARE && event != XACT_EVENT_PREPARE) {
-    return;
-  }
-  // Committed, aborted or prepared. A prepared transaction notifies nobody:
-  // it commits later, maybe elsewhere, and the workers' polls find its work.
   pending().clear();
   sent().clear();
 }
