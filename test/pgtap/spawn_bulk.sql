@@ -1,0 +1,132 @@
+-- A uniform spawn (one options object, no idempotency key) writes its task
+-- rows, runs and heads as COPY does (src/pg/bulk_insert.cpp): heap tuples by
+-- table_multi_insert, then each row's index entries, the table's constraints
+-- checked first. It writes exactly the rows the INSERT statements write, and
+-- falls back to those statements when a table needs one (a trigger, a
+-- default for a column it leaves unset).
+--
+-- The first part commits: pg_walinspect reads only flushed WAL. It cleans up
+-- after itself; the rest runs in a transaction that is rolled back.
+SELECT plan(18);
+CREATE EXTENSION IF NOT EXISTS pg_walinspect;
+
+-------------------------------------------------------------------------------
+-- The WAL of a committed uniform spawn: one record per heap page
+-------------------------------------------------------------------------------
+SELECT pg_current_wal_insert_lsn() AS before \gset
+SELECT count(*) FROM docket.spawn_tasks('bulk-task', ARRAY['{"i": 1}', '{"i": 2}', '{"i": 3}']::jsonb[],
+                                        'bulk-q', 'tenantless', '{}');
+CREATE TEMP TABLE wal AS
+  SELECT resource_manager, record_type, block_ref FROM pg_get_wal_records_info_till_end_of_wal(:'before');
+-- Records of a kind that touch a relation.
+CREATE FUNCTION pg_temp.records(rel regclass, rm text, kind text) RETURNS bigint LANGUAGE sql AS $$
+  SELECT count(*) FROM wal
+   WHERE resource_manager = rm AND record_type LIKE kind
+     AND block_ref LIKE '% rel %/%/' || pg_relation_filenode(rel) || ' fork %' $$;
+
+SELECT is(pg_temp.records('docket.tasks', 'Heap', 'INSERT%'), 0::bigint, 'tasks: no heap record per row');
+SELECT cmp_ok(pg_temp.records('docket.tasks', 'Heap2', 'MULTI_INSERT%'), '>=', 1::bigint,
+              'tasks: multi-insert records');
+SELECT is(pg_temp.records('docket.runs', 'Heap', 'INSERT%'), 0::bigint, 'runs: no heap record per row');
+SELECT cmp_ok(pg_temp.records('docket.runs', 'Heap2', 'MULTI_INSERT%'), '>=', 1::bigint,
+              'runs: multi-insert records');
+SELECT is(pg_temp.records('docket.run_heads', 'Heap', 'INSERT%'), 0::bigint,
+          'run_heads: no heap record per row');
+SELECT cmp_ok(pg_temp.records('docket.run_heads', 'Heap2', 'MULTI_INSERT%'), '>=', 1::bigint,
+              'run_heads: multi-insert records');
+
+-- Every index has the rows: the claim reads runs_ready_queue, list_tasks the
+-- heads' indexes and fetch the primary keys.
+SET enable_seqscan = off;
+SELECT is((SELECT count(*) FROM docket.list_tasks('system', 'bulk-q') WHERE task_name = 'bulk-task'),
+          3::bigint, 'list_tasks finds the three heads');
+SELECT is((SELECT array_agg(params ORDER BY params::text) FROM docket.claim_tasks('bulk-q', 10)),
+          ARRAY['{"i": 1}', '{"i": 2}', '{"i": 3}']::jsonb[], 'the claim finds the three runs and task rows');
+RESET enable_seqscan;
+
+DELETE FROM docket.runs WHERE queue = 'bulk-q';
+DELETE FROM docket.graphs WHERE graph_id = 'bulk-task';
+DROP TABLE wal;
+DROP EXTENSION pg_walinspect;
+
+-------------------------------------------------------------------------------
+-- The same rows as the statements; the statements when a table needs them
+-------------------------------------------------------------------------------
+BEGIN;
+SELECT set_config('docket.fake_now', '2040-01-01 00:00:00+00', true);
+CREATE FUNCTION pg_temp.spawn(q text) RETURNS text[] LANGUAGE sql AS $$
+  SELECT array_agg(run_id ORDER BY n)
+    FROM docket.spawn_tasks('bulk-rich', ARRAY['{"a": 1}', '{"a": 2}']::jsonb[], q, 'tenant:bulk',
+                            '{"max_attempts": 4, "retry": {"kind": "fixed"}, "headers": {"x": "y"},
+                              "run_at": "2040-01-01T00:00:07Z", "cancel_after_ms": 1000,
+                              "max_duration_ms": 60000}') WITH ORDINALITY AS o(run_id, attempt, created, n) $$;
+-- A batch's rows, without what differs between two batches (ids, queue).
+CREATE FUNCTION pg_temp.shape(ids text[]) RETURNS jsonb LANGUAGE sql AS $$
+  SELECT jsonb_agg(jsonb_build_object(
+    'run', (SELECT to_jsonb(r) - 'run_id' - 'queue' FROM docket.runs r WHERE r.run_id = i.id),
+    'head', (SELECT to_jsonb(h) - 'run_id' - 'queue' FROM docket.run_heads h WHERE h.run_id = i.id),
+    'task', (SELECT to_jsonb(t) - 'run_id' - 'queue' FROM docket.tasks t WHERE t.run_id = i.id))
+    ORDER BY i.n)
+  FROM unnest(ids) WITH ORDINALITY AS i(id, n) $$;
+
+SELECT pg_temp.spawn('bulk-a') AS bulk \gset
+
+-- Constraints are checked on this path too, and an error writes nothing.
+ALTER TABLE docket.tasks ADD CONSTRAINT bulk_test_attempts CHECK (max_attempts < 4) NOT VALID;
+SELECT throws_ok($$SELECT pg_temp.spawn('bulk-check')$$, '23514', NULL,
+                 'a CHECK constraint of the table is enforced (23514)');
+ALTER TABLE docket.tasks DROP CONSTRAINT bulk_test_attempts;
+ALTER TABLE docket.run_heads ALTER COLUMN tenant_id SET NOT NULL;
+SELECT throws_ok($$SELECT count(*) FROM docket.spawn_tasks('bulk-rich', ARRAY['{}']::jsonb[], 'bulk-check',
+                                                           'tenantless', '{}')$$,
+                 '23502', NULL, 'so is NOT NULL (23502)');
+ALTER TABLE docket.run_heads ALTER COLUMN tenant_id DROP NOT NULL;
+SELECT is((SELECT count(*) FROM docket.runs WHERE queue = 'bulk-check')
+          + (SELECT count(*) FROM docket.tasks WHERE queue = 'bulk-check')
+          + (SELECT count(*) FROM docket.run_heads WHERE queue = 'bulk-check'),
+          0::bigint, 'and the failed spawns wrote nothing');
+
+-- A trigger on each table: the INSERT statements run instead, and write what
+-- the bulk path wrote.
+CREATE TEMP TABLE fired (tbl text);
+CREATE FUNCTION pg_temp.count_row() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO fired VALUES (TG_TABLE_NAME);
+  RETURN NEW;
+END $$;
+CREATE TRIGGER bulk_test BEFORE INSERT ON docket.tasks FOR EACH ROW EXECUTE FUNCTION pg_temp.count_row();
+CREATE TRIGGER bulk_test BEFORE INSERT ON docket.runs FOR EACH ROW EXECUTE FUNCTION pg_temp.count_row();
+CREATE TRIGGER bulk_test BEFORE INSERT ON docket.run_heads FOR EACH ROW EXECUTE FUNCTION pg_temp.count_row();
+SELECT pg_temp.spawn('bulk-b') AS statements \gset
+SELECT is((SELECT array_agg(tbl || ':' || n ORDER BY tbl)
+             FROM (SELECT tbl, count(*) AS n FROM fired GROUP BY tbl) f),
+          ARRAY['run_heads:2', 'runs:2', 'tasks:2'], 'with triggers, the statements ran (each row fired)');
+SELECT is(pg_temp.shape(:'bulk'), pg_temp.shape(:'statements'),
+          'the bulk path wrote the statements'' rows: runs, heads and task rows');
+SELECT is(jsonb_array_length(pg_temp.shape(:'bulk')), 2, 'two tasks each');
+SELECT is((SELECT count(*) FROM docket.runs WHERE run_id = ANY(:'bulk'::text[]) AND claim_token IS NULL
+             AND wake_at = '2040-01-01 00:00:07+00' AND tenant_id = 'bulk' AND queue = 'bulk-a'),
+          2::bigint, 'the bulk rows: due at run_at, unclaimed, the tenant''s, in their queue');
+DROP TRIGGER bulk_test ON docket.tasks;
+DROP TRIGGER bulk_test ON docket.runs;
+DROP TRIGGER bulk_test ON docket.run_heads;
+
+-- A default for a column the rows leave unset: the statement applies it.
+ALTER TABLE docket.tasks ALTER COLUMN first_started_at SET DEFAULT '2041-01-01 00:00:00+00';
+SELECT pg_temp.spawn('bulk-c') AS defaulted \gset
+SELECT is((SELECT array_agg(first_started_at) FROM docket.tasks WHERE run_id = ANY(:'defaulted'::text[])),
+          ARRAY['2041-01-01 00:00:00+00', '2041-01-01 00:00:00+00']::timestamptz[],
+          'a default on an unset column: the INSERT statement ran and applied it');
+ALTER TABLE docket.tasks ALTER COLUMN first_started_at DROP DEFAULT;
+SELECT is((SELECT count(*) FROM docket.runs WHERE run_id = ANY(:'defaulted'::text[])), 2::bigint,
+          'and the runs went in beside it');
+
+-- spawn_task, one task: the same path.
+SELECT run_id AS one FROM docket.spawn_task('bulk-rich', '{"a": 1}', 'bulk-d', 'tenant:bulk',
+  '{"max_attempts": 4, "retry": {"kind": "fixed"}, "headers": {"x": "y"}, "run_at": "2040-01-01T00:00:07Z",
+    "cancel_after_ms": 1000, "max_duration_ms": 60000}') \gset
+SELECT is(pg_temp.shape(ARRAY[:'one']), jsonb_build_array(pg_temp.shape(:'bulk') -> 0),
+          'spawn_task writes what an element of spawn_tasks does');
+
+SELECT * FROM finish();
+ROLLBACK;
