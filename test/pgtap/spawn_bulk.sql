@@ -5,19 +5,27 @@
 -- falls back to those statements when a table needs one (a trigger, a
 -- default for a column it leaves unset).
 --
--- The first part commits: pg_walinspect reads only flushed WAL. It cleans up
--- after itself; the rest runs in a transaction that is rolled back.
+-- The spawn whose WAL is read commits first (pg_walinspect reads only flushed
+-- WAL: synchronous_commit on, whatever the cluster's default) and its rows are
+-- deleted at once; everything else runs in a transaction rolled back at the end.
+SET synchronous_commit = on;
+SELECT pg_current_wal_insert_lsn() AS before \gset
+SELECT count(*) AS spawned FROM docket.spawn_tasks('bulk-task', ARRAY['{"i": 1}', '{"i": 2}', '{"i": 3}']::jsonb[],
+                                                   'bulk-q', 'tenantless', '{}') \gset
+SELECT pg_current_wal_insert_lsn() AS after \gset
+DELETE FROM docket.runs WHERE queue = 'bulk-q';
+DELETE FROM docket.graphs WHERE graph_id = 'bulk-task';
+RESET synchronous_commit;
+
+BEGIN;
 SELECT plan(18);
-CREATE EXTENSION IF NOT EXISTS pg_walinspect;
+CREATE EXTENSION pg_walinspect;
 
 -------------------------------------------------------------------------------
--- The WAL of a committed uniform spawn: one record per heap page
+-- The WAL of a uniform spawn: one heap record per page, not per row
 -------------------------------------------------------------------------------
-SELECT pg_current_wal_insert_lsn() AS before \gset
-SELECT count(*) FROM docket.spawn_tasks('bulk-task', ARRAY['{"i": 1}', '{"i": 2}', '{"i": 3}']::jsonb[],
-                                        'bulk-q', 'tenantless', '{}');
 CREATE TEMP TABLE wal AS
-  SELECT resource_manager, record_type, block_ref FROM pg_get_wal_records_info_till_end_of_wal(:'before');
+  SELECT resource_manager, record_type, block_ref FROM pg_get_wal_records_info(:'before', :'after');
 -- Records of a kind that touch a relation.
 CREATE FUNCTION pg_temp.records(rel regclass, rm text, kind text) RETURNS bigint LANGUAGE sql AS $$
   SELECT count(*) FROM wal
@@ -35,24 +43,21 @@ SELECT is(pg_temp.records('docket.run_heads', 'Heap', 'INSERT%'), 0::bigint,
 SELECT cmp_ok(pg_temp.records('docket.run_heads', 'Heap2', 'MULTI_INSERT%'), '>=', 1::bigint,
               'run_heads: multi-insert records');
 
--- Every index has the rows: the claim reads runs_ready_queue, list_tasks the
--- heads' indexes and fetch the primary keys.
-SET enable_seqscan = off;
+-- Every index has the rows: the claim reads runs_ready_queue and the task
+-- rows' primary key, list_tasks the heads' indexes.
+SELECT count(*) AS spawned FROM docket.spawn_tasks('bulk-task', ARRAY['{"i": 1}', '{"i": 2}', '{"i": 3}']::jsonb[],
+                                                   'bulk-q', 'tenantless', '{}') \gset
+SET LOCAL enable_seqscan = off;
 SELECT is((SELECT count(*) FROM docket.list_tasks('system', 'bulk-q') WHERE task_name = 'bulk-task'),
           3::bigint, 'list_tasks finds the three heads');
 SELECT is((SELECT array_agg(params ORDER BY params::text) FROM docket.claim_tasks('bulk-q', 10)),
           ARRAY['{"i": 1}', '{"i": 2}', '{"i": 3}']::jsonb[], 'the claim finds the three runs and task rows');
 RESET enable_seqscan;
-
 DELETE FROM docket.runs WHERE queue = 'bulk-q';
-DELETE FROM docket.graphs WHERE graph_id = 'bulk-task';
-DROP TABLE wal;
-DROP EXTENSION pg_walinspect;
 
 -------------------------------------------------------------------------------
 -- The same rows as the statements; the statements when a table needs them
 -------------------------------------------------------------------------------
-BEGIN;
 SELECT set_config('docket.fake_now', '2040-01-01 00:00:00+00', true);
 CREATE FUNCTION pg_temp.spawn(q text) RETURNS text[] LANGUAGE sql AS $$
   SELECT array_agg(run_id ORDER BY n)
