@@ -64,7 +64,7 @@ void Poller::stop() {
       try {
         waker_connection_->cancel_query();
       } catch (const std::exception&) {
-        // The wait then ends at its timeout (at most poll_interval, 1 s).
+        // The wait then ends at its timeout (at most 100 ms).
       }
     }
   }
@@ -164,10 +164,9 @@ void Poller::wake_loop() {
 
 void Poller::wake_serve(pqxx::connection& connection) {
   const WorkerPoolOptions& options = pool_->options;
-  // A wait ends at least every poll_interval (at most 1 s): the snapshot its
-  // statement holds is never old.
-  const int timeout_ms =
-      static_cast<int>(std::clamp<std::int64_t>(options.poll_interval.count(), 1, 1000));
+  // A wait ends at least every poll_interval, at most 100 ms: the snapshot its
+  // statement holds is never old (detail::waker_wait_ms).
+  const int timeout_ms = detail::waker_wait_ms(options);
   // After a wake-up that claimed nothing (rows another claimer has locked and
   // not yet committed, plain runs of the queue handed back), await_tasks may find
   // that work again at once: pause 1 ms, doubling while fruitless wake-ups come

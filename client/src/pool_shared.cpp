@@ -190,6 +190,10 @@ std::vector<QueuedClaim> LocalQueue::close() {
   return out;
 }
 
+int waker_wait_ms(const WorkerPoolOptions& options) {
+  return static_cast<int>(std::clamp<std::int64_t>(options.poll_interval.count(), 1, kWakerWaitMs));
+}
+
 int flush_batch(const WorkerPoolOptions& options) {
   if (options.flush_max_batch == kAutoFlushBatch) return std::max(100, options.concurrency);
   return std::max(1, options.flush_max_batch);

@@ -123,6 +123,17 @@ std::unique_ptr<pqxx::connection> connect(const WorkerPoolOptions& options);
 // the larger of 100 and the concurrency.
 int flush_batch(const WorkerPoolOptions& options);
 
+// The longest one docket.await_tasks call of the waker waits: poll_interval,
+// at most kWakerWaitMs. The call's statement holds its snapshot while it
+// waits, and with it the database's xmin horizon: no row version that died
+// after the call began can be pruned, nor its index entries killed, in any
+// table. Measured (bench/README.md, fourteenth session): a one-second waiter
+// on an idle queue cost a drain of another queue 20-25% of its tasks per
+// second, its claims walking dead ready-index entries they could not skip; a
+// 100 ms one, nothing measurable.
+constexpr int kWakerWaitMs = 100;
+int waker_wait_ms(const WorkerPoolOptions& options);
+
 // The connections runners borrow for their calls that are not group-committed
 // (heartbeat, sleeps, waits, emits, spawns, failures): at most `size` exist
 // whatever the concurrency; a borrower waits while all are lent. A broken

@@ -117,6 +117,18 @@ TEST(FlushBatch, AutoIsTheLargerOfHundredAndConcurrency) {
   EXPECT_EQ(detail::flush_batch(o), 7);
 }
 
+// The waker's longest wait per await_tasks call (its statement's snapshot holds
+// back vacuum everywhere meanwhile): poll_interval, at most 100 ms.
+TEST(WakerWait, IsThePollIntervalAtMostAHundredMilliseconds) {
+  WorkerPoolOptions o;
+  EXPECT_EQ(o.poll_interval, std::chrono::milliseconds(1000));
+  EXPECT_EQ(detail::waker_wait_ms(o), 100);
+  o.poll_interval = std::chrono::milliseconds(30);
+  EXPECT_EQ(detail::waker_wait_ms(o), 30);
+  o.poll_interval = std::chrono::milliseconds(0);
+  EXPECT_EQ(detail::waker_wait_ms(o), 1);
+}
+
 TEST_F(GroupCommitTest, ClaimReturnsTheCompletedStepsUnderTheNewClaim) {
   const std::string run_id = spawn();
   std::vector<sql::ClaimedTask> first = claim(1);

@@ -155,8 +155,10 @@ struct WorkerPoolOptions {
   std::chrono::microseconds debounce_poll_interval{1000};
   // A waker connection claims by docket.await_tasks while the pool has a free
   // slot and no backlog: the call waits on the server (at most poll_interval,
-  // 1 s), every commit that makes work of the queue due sets its backend's
-  // latch (no NOTIFY, no debounce), and it claims in the same call. The poller
+  // 100 ms, then calls again: a waiting statement holds back vacuum in the
+  // whole database, docs/tasks.md), every commit that makes work of the queue
+  // due sets its backend's latch (no NOTIFY, no debounce), and it claims in the
+  // same call. The poller
   // then ignores NOTIFY and claims inside no debounce window. false, or a
   // server without await_tasks: NOTIFY and the polls above only.
   bool await_tasks = true;
