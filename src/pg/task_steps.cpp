@@ -1,20 +1,27 @@
-// complete_steps, complete_step and step_states. A step checkpoint is two
-// statements: the fenced claim refresh of every held task, locked in run_id
-// order (which resets the claim-attempt counter of a task storing a new step),
-// then the insert of their new steps (the first value wins).
+// complete_steps, complete_step and step_states. A step checkpoint is the
+// fenced claim refresh of every held task, locked in run_id order (which
+// resets the claim-attempt counter of a task storing a new step), then the
+// insert of their new steps (the first value wins) under those locks.
 #include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "core/task.hpp"
+#include "pg/bulk_insert.hpp"
 #include "pg/claim.hpp"
 #include "pg/datum.hpp"
 #include "pg/input_limits.hpp"
 #include "pg/spi.hpp"
 #include "pg/task_store.hpp"
+
+extern "C" {
+#include "catalog/pg_collation_d.h"
+#include "utils/varlena.h"
+}
 
 namespace docket::pg {
 
@@ -82,11 +89,13 @@ Statement steps_statement{
     nullptr,
     true};  // nested_loops: the lock order
 
-// The second: the fresh steps of the held runs ($1 run ids, $2 step names, $3
-// values, $4 each run's number before its first fresh step, $5 now), numbered
-// in step name order from there. Another call of the same claim may store a
-// step between the look and the insert: the insert then does nothing, the
-// first value wins, and that number goes unused (the history skips it).
+// The second, for a task_steps that needs a statement (insert_fresh, which
+// otherwise writes the same rows with bulk_insert): the fresh steps of the
+// held runs ($1 run ids, $2 step names, $3 values, $4 each run's number before
+// its first fresh step, $5 now), numbered in step name order from there.
+// Another call of the same claim may have stored a step between the look and
+// the lock: the insert then does nothing, the first value wins, and that
+// number goes unused (the history skips it).
 Statement steps_insert_statement{
     "INSERT INTO docket.task_steps AS s (run_id, step_name, value, completed_at, seq)"
     " SELECT u.run_id, u.step_name, u.value, $5,"
@@ -99,9 +108,10 @@ Statement steps_insert_statement{
     {TEXTARRAYOID, TEXTARRAYOID, JSONBARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID},
     nullptr};
 
-// The values of kept steps ($1 run ids, $2 step names), read after the
-// statement, so a step another transaction committed meanwhile (its insert
-// made ours do nothing) is found too. One probe per step (pg/planning.hpp).
+// The stored steps among ($1 run ids, $2 step names), with their values: the
+// fresh items' probe under the locks (insert_fresh), and the values of kept
+// steps, read after the insert, so a step another transaction committed
+// meanwhile is found too. One probe per step (pg/planning.hpp).
 Statement kept_values_statement{
     "SELECT k.run_id, k.step_name, s.value FROM unnest($1, $2) AS k (run_id, step_name)"
     " CROSS JOIN LATERAL (SELECT s.value FROM docket.task_steps s"
@@ -136,7 +146,102 @@ struct StepResult {
   Datum value = Datum(0);
 };
 
-// Runs steps_statement, then steps_insert_statement, for `items`; results in the same order.
+// Stores the fresh items of held runs (`insert`: indexes into `items`), each
+// run's numbered from base[run] + 1 in step name order (the database's
+// collation, as steps_insert_statement's ORDER BY), and records in `inserted`
+// what went in. The run rows locked by steps_statement keep every other
+// writer of these runs' steps out until this transaction ends, so a probe
+// under a new snapshot is exact: it finds what another call of the same claim
+// committed before the lock was granted (after steps_statement's snapshot),
+// which is kept, and the rest go in with bulk_insert: a heap record per page,
+// and none of ON CONFLICT's speculative insertion (a pre-check descent and a
+// confirm record per step). A table that needs a statement (bulk_insert.hpp)
+// gets steps_insert_statement, as before.
+void insert_fresh(const std::vector<StepItem>& items, std::vector<int> insert,
+                  const std::unordered_map<std::string, std::int64_t>& base, Micros now,
+                  std::map<std::pair<std::string, std::string>, Datum>& inserted) {
+  // Step name order inside each run, then each item's number.
+  std::stable_sort(insert.begin(), insert.end(), [&](int a, int b) {
+    const int by_run = text_value(items[a].run_id).compare(text_value(items[b].run_id));
+    if (by_run != 0) return by_run < 0;
+    return call([&] {
+             text* x = DatumGetTextPP(items[a].step_name);
+             text* y = DatumGetTextPP(items[b].step_name);
+             return varstr_cmp(VARDATA_ANY(x), static_cast<int>(VARSIZE_ANY_EXHDR(x)),
+                               VARDATA_ANY(y), static_cast<int>(VARSIZE_ANY_EXHDR(y)),
+                               DEFAULT_COLLATION_OID);
+           }) < 0;
+  });
+  const int k = static_cast<int>(insert.size());
+  std::vector<Datum> in_ids(k), in_names(k), in_values(k), in_seq(k);
+  std::string run;
+  std::int64_t next = 0;
+  for (int j = 0; j < k; ++j) {
+    const StepItem& item = items[insert[j]];
+    std::string id = text_value(item.run_id);
+    if (id != run) {
+      next = base.at(id);
+      run = std::move(id);
+    }
+    in_ids[j] = item.run_id;
+    in_names[j] = item.step_name;
+    in_values[j] = item.value;
+    in_seq[j] = Int64GetDatum(++next);
+  }
+  bool* no_nulls = nullptr;
+  const Datum key[2] = {make_array(in_ids.data(), no_nulls, k, TEXTOID),
+                        make_array(in_names.data(), no_nulls, k, TEXTOID)};
+  spi_prepare_generic(kept_values_statement);
+  const std::uint64_t found = spi_execute(kept_values_statement, key, nullptr);
+  std::set<std::pair<std::string, std::string>> taken;
+  for (std::uint64_t row = 0; row < found; ++row) {
+    bool isnull = false;
+    std::string id = text_value(spi_value(row, 1, &isnull));
+    taken.emplace(std::move(id), text_value(spi_value(row, 2, &isnull)));
+  }
+  std::vector<Datum> ids, names, values, seqs;
+  for (int j = 0; j < k; ++j) {
+    if (!taken.empty() && taken.count({text_value(in_ids[j]), text_value(in_names[j])}) > 0)
+      continue;
+    ids.push_back(in_ids[j]);
+    names.push_back(in_names[j]);
+    values.push_back(in_values[j]);
+    seqs.push_back(in_seq[j]);
+  }
+  if (ids.empty()) return;
+  const std::vector<BulkColumn> columns = {{"run_id", Datum(0), false, ids.data()},
+                                           {"step_name", Datum(0), false, names.data()},
+                                           {"value", Datum(0), false, values.data()},
+                                           {"completed_at", TimestampTzGetDatum(now)},
+                                           {"seq", Datum(0), false, seqs.data()}};
+  if (bulk_insert("task_steps", columns, ids.size())) {
+    for (std::size_t j = 0; j < ids.size(); ++j)
+      inserted.emplace(std::make_pair(text_value(ids[j]), text_value(names[j])), values[j]);
+    return;
+  }
+  // The statement numbers every fresh item again, and its ON CONFLICT skips
+  // the taken ones (their numbers go unused, as above).
+  std::vector<Datum> bases(k);
+  for (int j = 0; j < k; ++j) bases[j] = Int64GetDatum(base.at(text_value(in_ids[j])));
+  const Datum rows_in[5] = {make_array(in_ids.data(), no_nulls, k, TEXTOID),
+                            make_array(in_names.data(), no_nulls, k, TEXTOID),
+                            make_array(in_values.data(), no_nulls, k, JSONBOID),
+                            make_array(bases.data(), no_nulls, k, INT8OID),
+                            TimestampTzGetDatum(now)};
+  spi_prepare_generic(steps_insert_statement);
+  const std::uint64_t stored = spi_execute(steps_insert_statement, rows_in, nullptr);
+  for (std::uint64_t row = 0; row < stored; ++row) {
+    bool isnull = false;
+    std::string id = text_value(spi_value(row, 1, &isnull));
+    const Datum step_name = spi_value(row, 2, &isnull);
+    bool value_null = false;
+    const Datum value = spi_value(row, 3, &value_null);
+    if (!value_null) inserted.emplace(std::make_pair(std::move(id), text_value(step_name)), value);
+  }
+}
+
+// Runs steps_statement, then stores the fresh steps (insert_fresh), for `items`;
+// results in the same order.
 // Values live in SPI memory until spi_finish.
 std::vector<StepResult> store_steps(const std::vector<StepItem>& items, Micros now) {
   const int n = static_cast<int>(items.size());
@@ -194,33 +299,7 @@ std::vector<StepResult> store_steps(const std::vector<StepItem>& items, Micros n
     --base[id];
   }
   std::map<std::pair<std::string, std::string>, Datum> inserted;  // (run id, step) -> value
-  if (!insert.empty()) {
-    const int k = static_cast<int>(insert.size());
-    std::vector<Datum> in_ids(k), in_names(k), in_values(k), in_base(k);
-    for (int j = 0; j < k; ++j) {
-      const StepItem& item = items[insert[j]];
-      in_ids[j] = item.run_id;
-      in_names[j] = item.step_name;
-      in_values[j] = item.value;
-      in_base[j] = Int64GetDatum(base.at(text_value(item.run_id)));
-    }
-    const Datum rows_in[5] = {make_array(in_ids.data(), no_nulls, k, TEXTOID),
-                              make_array(in_names.data(), no_nulls, k, TEXTOID),
-                              make_array(in_values.data(), no_nulls, k, JSONBOID),
-                              make_array(in_base.data(), no_nulls, k, INT8OID),
-                              TimestampTzGetDatum(now)};
-    spi_prepare_generic(steps_insert_statement);
-    const std::uint64_t stored = spi_execute(steps_insert_statement, rows_in, nullptr);
-    for (std::uint64_t row = 0; row < stored; ++row) {
-      bool isnull = false;
-      std::string id = text_value(spi_value(row, 1, &isnull));
-      const Datum step_name = spi_value(row, 2, &isnull);
-      bool value_null = false;
-      const Datum value = spi_value(row, 3, &value_null);
-      if (!value_null)
-        inserted.emplace(std::make_pair(std::move(id), text_value(step_name)), value);
-    }
-  }
+  if (!insert.empty()) insert_fresh(items, insert, base, now, inserted);
   std::vector<StepResult> out(n);
   std::vector<int> kept;
   for (int i = 0; i < n; ++i) {

@@ -1,24 +1,35 @@
--- A uniform spawn (one options object, no idempotency key) writes its task
--- rows, runs and heads as COPY does (src/pg/bulk_insert.cpp): heap tuples by
--- table_multi_insert, then each row's index entries, the table's constraints
--- checked first. It writes exactly the rows the INSERT statements write, and
--- falls back to those statements when a table needs one (a trigger, a
--- default for a column it leaves unset).
+-- bulk_insert (src/pg/bulk_insert.cpp) writes rows as COPY does: heap tuples
+-- by table_multi_insert, then each row's index entries, the table's
+-- constraints checked first. Two paths use it, and both write exactly the rows
+-- their INSERT statements write, falling back to those statements when a table
+-- needs one (a trigger, a default for a column they leave unset):
+--  - a uniform spawn (one options object, no idempotency key): task rows, runs
+--    and heads;
+--  - complete_steps / complete_step: the new step rows, under the run locks
+--    their first statement took (no ON CONFLICT: a probe under those locks is
+--    exact; test/isolation/specs/task_batch_lock_order.spec races it).
 --
--- The spawn whose WAL is read commits first (pg_walinspect reads only flushed
--- WAL: synchronous_commit on, whatever the cluster's default) and its rows are
--- deleted at once; everything else runs in a transaction rolled back at the end.
+-- The calls whose WAL is read commit first (pg_walinspect reads only flushed
+-- WAL: synchronous_commit on, whatever the cluster's default) and their rows
+-- are deleted at once; everything else runs in a transaction rolled back at
+-- the end.
 SET synchronous_commit = on;
 SELECT pg_current_wal_insert_lsn() AS before \gset
 SELECT count(*) AS spawned FROM docket.spawn_tasks('bulk-task', ARRAY['{"i": 1}', '{"i": 2}', '{"i": 3}']::jsonb[],
                                                    'bulk-q', 'tenantless', '{}') \gset
 SELECT pg_current_wal_insert_lsn() AS after \gset
+SELECT array_agg(run_id ORDER BY run_id) AS ids, array_agg(claim_token ORDER BY run_id) AS toks
+  FROM docket.claim_tasks('bulk-q', 10) \gset
+SELECT pg_current_wal_insert_lsn() AS steps_before \gset
+SELECT count(*) AS stored FROM docket.complete_steps(:'ids'::text[], :'toks'::uuid[], ARRAY['s', 's', 's'],
+                                                     ARRAY['1', '2', '3']::jsonb[]) \gset
+SELECT pg_current_wal_insert_lsn() AS steps_after \gset
 DELETE FROM docket.runs WHERE queue = 'bulk-q';
 DELETE FROM docket.graphs WHERE graph_id = 'bulk-task';
 RESET synchronous_commit;
 
 BEGIN;
-SELECT plan(18);
+SELECT plan(26);
 CREATE EXTENSION pg_walinspect;
 
 -------------------------------------------------------------------------------
@@ -26,6 +37,9 @@ CREATE EXTENSION pg_walinspect;
 -------------------------------------------------------------------------------
 CREATE TEMP TABLE wal AS
   SELECT resource_manager, record_type, block_ref FROM pg_get_wal_records_info(:'before', :'after');
+CREATE TEMP TABLE steps_wal AS
+  SELECT resource_manager, record_type, block_ref
+    FROM pg_get_wal_records_info(:'steps_before', :'steps_after');
 -- Records of a kind that touch a relation.
 CREATE FUNCTION pg_temp.records(rel regclass, rm text, kind text) RETURNS bigint LANGUAGE sql AS $$
   SELECT count(*) FROM wal
@@ -42,6 +56,13 @@ SELECT is(pg_temp.records('docket.run_heads', 'Heap', 'INSERT%'), 0::bigint,
           'run_heads: no heap record per row');
 SELECT cmp_ok(pg_temp.records('docket.run_heads', 'Heap2', 'MULTI_INSERT%'), '>=', 1::bigint,
               'run_heads: multi-insert records');
+TRUNCATE wal;
+INSERT INTO wal SELECT * FROM steps_wal;
+SELECT is(:'stored'::int, 3, 'complete_steps stored three steps');
+SELECT is(pg_temp.records('docket.task_steps', 'Heap', '%'), 0::bigint,
+          'task_steps: no heap record per row (no speculative insert, no confirm)');
+SELECT cmp_ok(pg_temp.records('docket.task_steps', 'Heap2', 'MULTI_INSERT%'), '>=', 1::bigint,
+              'task_steps: multi-insert records');
 
 -- Every index has the rows: the claim reads runs_ready_queue and the task
 -- rows' primary key, list_tasks the heads' indexes.
@@ -125,6 +146,32 @@ SELECT is((SELECT array_agg(first_started_at) FROM docket.tasks WHERE run_id = A
 ALTER TABLE docket.tasks ALTER COLUMN first_started_at DROP DEFAULT;
 SELECT is((SELECT count(*) FROM docket.runs WHERE run_id = ANY(:'defaulted'::text[])), 2::bigint,
           'and the runs went in beside it');
+
+-- Steps: numbered in step name order from the run's counter, whatever the
+-- input order; with a trigger on task_steps the INSERT statement writes the
+-- same rows.
+SELECT count(*) AS n FROM docket.spawn_tasks('bulk-steps', ARRAY['{}', '{}']::jsonb[], 'bulk-s', 'tenantless', '{}') \gset
+CREATE TEMP TABLE held AS SELECT run_id, claim_token FROM docket.claim_tasks('bulk-s', 10);
+CREATE FUNCTION pg_temp.store(id text) RETURNS text[] LANGUAGE sql AS $$
+  SELECT array_agg(s.step_name || ':' || s.outcome ORDER BY s.step_name)
+    FROM held h, docket.complete_steps(ARRAY[h.run_id, h.run_id, h.run_id], ARRAY[h.claim_token, h.claim_token, h.claim_token],
+                                       ARRAY['b', 'a', 'c'], ARRAY['2', '1', '3']::jsonb[]) s
+   WHERE h.run_id = id $$;
+CREATE FUNCTION pg_temp.steps(id text) RETURNS jsonb LANGUAGE sql AS $$
+  SELECT jsonb_agg(jsonb_build_array(s.step_name, s.value, s.seq - r.event_seq, s.completed_at) ORDER BY s.seq)
+    FROM docket.task_steps s JOIN docket.runs r USING (run_id) WHERE s.run_id = id $$;
+SELECT min(run_id) AS first, max(run_id) AS second FROM held \gset
+SELECT is(pg_temp.store(:'first'), ARRAY['a:stored', 'b:stored', 'c:stored'], 'three steps stored');
+SELECT is(pg_temp.steps(:'first'),
+          '[["a", 1, -2, "2040-01-01T00:00:00+00:00"], ["b", 2, -1, "2040-01-01T00:00:00+00:00"],
+            ["c", 3, 0, "2040-01-01T00:00:00+00:00"]]'::jsonb,
+          'numbered in step name order, up to the run''s counter');
+TRUNCATE fired;
+CREATE TRIGGER bulk_test BEFORE INSERT ON docket.task_steps FOR EACH ROW EXECUTE FUNCTION pg_temp.count_row();
+SELECT is(pg_temp.store(:'second'), ARRAY['a:stored', 'b:stored', 'c:stored'], 'with a trigger: stored');
+SELECT is((SELECT count(*) FROM fired WHERE tbl = 'task_steps'), 3::bigint, 'by the INSERT statement');
+SELECT is(pg_temp.steps(:'second'), pg_temp.steps(:'first'), 'which wrote the same rows');
+DROP TRIGGER bulk_test ON docket.task_steps;
 
 -- spawn_task, one task: the same path.
 SELECT run_id AS one FROM docket.spawn_task('bulk-rich', '{"a": 1}', 'bulk-d', 'tenant:bulk',
