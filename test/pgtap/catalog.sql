@@ -8,7 +8,7 @@
 -- every object of the extension lives in schema docket; and a role without
 -- grants gets nothing (test/pgtap/roles.sql checks each role's capabilities).
 BEGIN;
-SELECT plan(27);
+SELECT plan(28);
 
 SELECT cmp_ok((SELECT count(*)::int FROM pg_proc WHERE pronamespace = 'docket'::regnamespace),
               '>=', 15, 'schema docket has the run-store functions');
@@ -222,6 +222,15 @@ SELECT is(pg_temp.as_role('docket_tap_reader', $q$SELECT docket.append_events('s
 SELECT is(pg_temp.as_role('docket_tap_reader',
                           $q$INSERT INTO docket.graphs VALUES ('g', 'h', '{}', now())$q$),
           '42501 permission denied for table graphs', 'the reader cannot write tables');
+
+-- Keys that end in or hold the run id have no duplicates to merge:
+-- deduplication is off for them, on for the rest.
+SELECT is((SELECT array_agg(c.relname::text ORDER BY c.relname) FROM pg_class c
+            WHERE c.relnamespace = 'docket'::regnamespace AND c.relkind = 'i'
+              AND 'deduplicate_items=off' = ANY(c.reloptions)),
+          ARRAY['run_heads_graph', 'run_heads_list', 'run_heads_tenant', 'runs_claimed',
+                'runs_ready', 'runs_ready_queue'],
+          'deduplication is off for the claim and list indexes only');
 
 SELECT * FROM finish();
 ROLLBACK;

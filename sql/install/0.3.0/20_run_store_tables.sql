@@ -145,12 +145,17 @@ COMMENT ON COLUMN docket.runs.claim_renewed_at IS
 -- heartbeats keep it alive is renewed out of the range; only one whose steps
 -- alone moved claimed_at since it was last renewed, more than a TTL ago, is
 -- read there and left.
+-- Every key of these indexes, and of run_heads', ends in or holds the run id:
+-- no two entries are equal but the versions of one row, which bottom-up
+-- deletion removes, so deduplication is off. On, it scanned each full leaf
+-- page for duplicates before splitting it, in vain: 3.7% of a spawn's time,
+-- 0.8% of a claim's.
 CREATE INDEX runs_ready ON docket.runs (wake_at, run_id COLLATE "C")
-  WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL AND wake_at IS NOT NULL;
+  WITH (deduplicate_items = off) WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL AND wake_at IS NOT NULL;
 CREATE INDEX runs_ready_queue ON docket.runs (queue, wake_at, run_id COLLATE "C")
-  WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL AND wake_at IS NOT NULL;
+  WITH (deduplicate_items = off) WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL AND wake_at IS NOT NULL;
 CREATE INDEX runs_claimed ON docket.runs (claim_renewed_at, run_id COLLATE "C", queue)
-  WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NOT NULL;
+  WITH (deduplicate_items = off) WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NOT NULL;
 
 -- Operators look for poisoned runs (list_poisoned pages this index).
 CREATE INDEX runs_poisoned ON docket.runs (poisoned_at) WHERE poisoned_at IS NOT NULL;
@@ -196,11 +201,14 @@ CREATE TABLE docket.run_heads (
 COMMENT ON TABLE docket.run_heads IS
   'the immutable identity of each run (tenant, queue, graph version, start), written once at insert; list_runs reads it';
 CREATE INDEX run_heads_list
-  ON docket.run_heads (started_at, run_id, tenant_id, graph_id, graph_hash);
+  ON docket.run_heads (started_at, run_id, tenant_id, graph_id, graph_hash)
+  WITH (deduplicate_items = off);
 CREATE INDEX run_heads_tenant
-  ON docket.run_heads (tenant_id, started_at, run_id, graph_id, graph_hash);
+  ON docket.run_heads (tenant_id, started_at, run_id, graph_id, graph_hash)
+  WITH (deduplicate_items = off);
 CREATE INDEX run_heads_graph
-  ON docket.run_heads (graph_id, started_at, run_id, graph_hash, tenant_id);
+  ON docket.run_heads (graph_id, started_at, run_id, graph_hash, tenant_id)
+  WITH (deduplicate_items = off);
 
 -- The per-run event log (a task's history). No foreign key
 -- (a trigger and a key-share lock per event, on the hot path): every writer
