@@ -157,32 +157,30 @@ struct StepResult {
 // and none of ON CONFLICT's speculative insertion (a pre-check descent and a
 // confirm record per step). A table that needs a statement (bulk_insert.hpp)
 // gets steps_insert_statement, as before.
-void insert_fresh(const std::vector<StepItem>& items, std::vector<int> insert,
+void insert_fresh(const std::vector<StepItem>& items, const std::vector<int>& insert,
                   const std::unordered_map<std::string, std::int64_t>& base, Micros now,
                   std::map<std::pair<std::string, std::string>, Datum>& inserted) {
-  // Step name order inside each run, then each item's number.
-  std::stable_sort(insert.begin(), insert.end(), [&](int a, int b) {
-    const int by_run = text_value(items[a].run_id).compare(text_value(items[b].run_id));
-    if (by_run != 0) return by_run < 0;
+  // Step name order inside each run, then each item's number. Each run id is
+  // read into a string once, not per comparison.
+  std::vector<std::pair<std::string, int>> order;
+  order.reserve(insert.size());
+  for (const int i : insert) order.emplace_back(text_value(items[i].run_id), i);
+  std::stable_sort(order.begin(), order.end(), [&](const auto& a, const auto& b) {
+    if (a.first != b.first) return a.first < b.first;
     return call([&] {
-             text* x = DatumGetTextPP(items[a].step_name);
-             text* y = DatumGetTextPP(items[b].step_name);
+             text* x = DatumGetTextPP(items[a.second].step_name);
+             text* y = DatumGetTextPP(items[b.second].step_name);
              return varstr_cmp(VARDATA_ANY(x), static_cast<int>(VARSIZE_ANY_EXHDR(x)),
                                VARDATA_ANY(y), static_cast<int>(VARSIZE_ANY_EXHDR(y)),
                                DEFAULT_COLLATION_OID);
            }) < 0;
   });
-  const int k = static_cast<int>(insert.size());
+  const int k = static_cast<int>(order.size());
   std::vector<Datum> in_ids(k), in_names(k), in_values(k), in_seq(k);
-  std::string run;
   std::int64_t next = 0;
   for (int j = 0; j < k; ++j) {
-    const StepItem& item = items[insert[j]];
-    std::string id = text_value(item.run_id);
-    if (id != run) {
-      next = base.at(id);
-      run = std::move(id);
-    }
+    const StepItem& item = items[order[j].second];
+    if (j == 0 || order[j].first != order[j - 1].first) next = base.at(order[j].first);
     in_ids[j] = item.run_id;
     in_names[j] = item.step_name;
     in_values[j] = item.value;
@@ -201,8 +199,7 @@ void insert_fresh(const std::vector<StepItem>& items, std::vector<int> insert,
   }
   std::vector<Datum> ids, names, values, seqs;
   for (int j = 0; j < k; ++j) {
-    if (!taken.empty() && taken.count({text_value(in_ids[j]), text_value(in_names[j])}) > 0)
-      continue;
+    if (!taken.empty() && taken.count({order[j].first, text_value(in_names[j])}) > 0) continue;
     ids.push_back(in_ids[j]);
     names.push_back(in_names[j]);
     values.push_back(in_values[j]);
@@ -222,7 +219,7 @@ void insert_fresh(const std::vector<StepItem>& items, std::vector<int> insert,
   // The statement numbers every fresh item again, and its ON CONFLICT skips
   // the taken ones (their numbers go unused, as above).
   std::vector<Datum> bases(k);
-  for (int j = 0; j < k; ++j) bases[j] = Int64GetDatum(base.at(text_value(in_ids[j])));
+  for (int j = 0; j < k; ++j) bases[j] = Int64GetDatum(base.at(order[j].first));
   const Datum rows_in[5] = {make_array(in_ids.data(), no_nulls, k, TEXTOID),
                             make_array(in_names.data(), no_nulls, k, TEXTOID),
                             make_array(in_values.data(), no_nulls, k, JSONBOID),
