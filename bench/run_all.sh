@@ -92,6 +92,7 @@ for c in ${BENCH_CONCURRENCY:-10 50}; do
 done
 for c in ${STEPS_CONCURRENCY:-$c_first 200}; do
   rrow "3-step tasks c$c, tasks/s / raw b100 (c$c_first) jobs/s" worker.steps.c$c worker.raw_b100.c$c_first ">= 0.3" ""
+  rrow "3-step tasks c$c, fibers on ${STEPS_RUNNER_THREADS:-2} threads / raw b100" worker.steps_fibers.c$c worker.raw_b100.c$c_first ">= 0.3" ""
 done
 rrow "spawn, tasks/s / plain INSERT ... SELECT rows/s$([ -n "$(get spawn.timed_out)" ] && echo ' (timed out: upper bound)')" spawn.docket spawn.plain ">= 0.3" "0.18"
 rrow "claim_due+commit b10 / raw loop b10, runs/s" claim.docket.b10 claim.raw.b10 ">= 0.9" "0.74"

@@ -31,7 +31,9 @@
 // (WorkerPoolOptions::prefetch, default the pool's), BENCH_POOL_CLAIMERS
 // (WorkerPoolOptions::claim_connections, default the pool's) and
 // BENCH_FLUSH_CONNECTIONS (WorkerPoolOptions::flush_connections, default the pool's),
-// BENCH_FLUSH_MAX_BATCH (WorkerPoolOptions::flush_max_batch, default the pool's);
+// BENCH_FLUSH_MAX_BATCH (WorkerPoolOptions::flush_max_batch, default the pool's),
+// BENCH_RUNNER_THREADS (WorkerPoolOptions::runner_threads: N > 0 runs the
+// runners as fibers on N threads; default the pool's, a thread per runner);
 // BENCH_DIAG=1 adds a line on stderr: claims and group commits (calls, sizes, ms).
 // wake reads BENCH_AWAIT_TASKS (1: the default pool, with its waker; 0: without).
 #include <algorithm>
@@ -80,6 +82,7 @@ docket::WorkerPoolOptions pool_options(const std::string& dsn, const std::string
   options.claim_connections = env_int("BENCH_POOL_CLAIMERS", options.claim_connections);
   options.flush_connections = env_int("BENCH_FLUSH_CONNECTIONS", options.flush_connections);
   options.flush_max_batch = env_int("BENCH_FLUSH_MAX_BATCH", options.flush_max_batch);
+  options.runner_threads = env_int("BENCH_RUNNER_THREADS", options.runner_threads);
   options.lease = 60s;
   options.logger = docket::stderr_logger(docket::LogLevel::warning);
   return options;

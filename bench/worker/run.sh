@@ -12,7 +12,8 @@
 #   b) steps: STEPS_TASKS tasks of STEPS checkpointed steps each (bench_worker
 #      drain-steps) at each concurrency of STEPS_CONCURRENCY (default: the first
 #      of BENCH_CONCURRENCY, and 200), against the raw loop at batch 100 of a) at
-#      the first concurrency of BENCH_CONCURRENCY.
+#      the first concurrency of BENCH_CONCURRENCY; then the same with the runners
+#      as fibers (WorkerPoolOptions::runner_threads = STEPS_RUNNER_THREADS).
 #   c) wake-to-start latency with the default pool settings (bench_worker wake):
 #      a trickle (WAKE_COUNT tasks, one per transaction every WAKE_INTERVAL_MS) and
 #      bursts (WAKE_COUNT tasks in transactions of WAKE_BURST every WAKE_BURST_MS).
@@ -23,6 +24,8 @@
 # Knobs (environment): BENCH_PORT (54352), BENCH_TASKS (100000), BENCH_CONCURRENCY
 # ("10 50"), STEPS_TASKS (20000), STEPS (3), STEPS_CONCURRENCY ("10 200"),
 # STEPS_POOL_BATCH (drain-steps' claim batch; default the pool's),
+# STEPS_RUNNER_THREADS (2: each steps drain again with runner_threads = 2, the
+# runners as fibers on two threads; 0: not),
 # WAKE_COUNT (300), WAKE_INTERVAL_MS (10), WAKE_BURST (10), WAKE_BURST_MS (100),
 # BENCH_EXTRA (0), BENCH_FSYNC (on),
 # BENCH_INSTALL (1: make install first), BENCH_BUILD (client/build),
@@ -41,6 +44,7 @@ CONCURRENCY=${BENCH_CONCURRENCY:-"10 50"}
 STEPS_TASKS=${STEPS_TASKS:-20000}
 STEPS=${STEPS:-3}
 STEPS_CONCURRENCY=${STEPS_CONCURRENCY:-"${CONCURRENCY%% *} 200"}
+STEPS_RUNNER_THREADS=${STEPS_RUNNER_THREADS:-2}
 WAKE_COUNT=${WAKE_COUNT:-300}
 WAKE_INTERVAL_MS=${WAKE_INTERVAL_MS:-10}
 WAKE_BURST=${WAKE_BURST:-10}
@@ -205,6 +209,15 @@ for c in $STEPS_CONCURRENCY; do
   row "$c" "  (steps/s)" "$(field "$line" steps_per_s)" ""
   result "worker.steps.c$c" "${rate[steps.$c]}"
   q -c "VACUUM (ANALYZE) docket.runs, docket.tasks, docket.task_steps"
+  # The same with the runners as fibers on STEPS_RUNNER_THREADS threads.
+  if [ "$STEPS_RUNNER_THREADS" -gt 0 ]; then
+    spawn "fsteps$c" "$STEPS_TASKS" steps
+    line=$(BENCH_RUNNER_THREADS=$STEPS_RUNNER_THREADS "$BENCH" drain-steps "$DSN" "fsteps$c" "$c" "$STEPS_TASKS" "$STEPS")
+    rate[fsteps.$c]=$(field "$line" tasks_per_s)
+    row "$c" "  the same, runners as fibers on $STEPS_RUNNER_THREADS threads" "${rate[fsteps.$c]}" "$(field "$line" seconds)"
+    result "worker.steps_fibers.c$c" "${rate[fsteps.$c]}"
+    q -c "VACUUM (ANALYZE) docket.runs, docket.tasks, docket.task_steps"
+  fi
 done
 
 ###############################################################################

@@ -7,6 +7,7 @@
 
 #include "docket/errors.hpp"
 #include "docket/sql.hpp"
+#include "fiber.hpp"
 #include "pool_shared.hpp"
 
 namespace docket::detail {
@@ -24,6 +25,7 @@ struct Flusher::Item {
   std::mutex decided_mutex;
   bool done = false;
   std::condition_variable decided;  // the waiting submitter: `done` was set
+  std::deque<Fiber*> parked;        // the same, when it is a fiber
   std::string outcome;
   Json stored;
   std::exception_ptr error;
@@ -153,7 +155,7 @@ void Flusher::submit(const ItemPtr& item, bool wait) {
   if (!wait) return;
   lock.unlock();
   std::unique_lock<std::mutex> own(item->decided_mutex);
-  item->decided.wait(own, [&] { return item->done; });
+  wait_for(own, item->decided, item->parked, [&] { return item->done; });
 }
 
 void Flusher::run(std::size_t index) {
@@ -225,6 +227,8 @@ void Flusher::run(std::size_t index) {
       {
         const std::lock_guard<std::mutex> own(item->decided_mutex);
         item->done = true;
+        // Under the item's lock: the fiber cannot return (and go) before.
+        wake_parked(item->parked);
       }
       item->decided.notify_one();
     }

@@ -1,6 +1,6 @@
 // Flusher: group commit of a pool's step checkpoints and task completions.
-// Runners hand it an item and block until the database has confirmed it; a
-// flush thread takes everything queued (at most max_batch items, after waiting
+// Runners hand it an item and block (a fiber parks) until the database has
+// confirmed it; a flush thread takes everything queued (at most max_batch items, after waiting
 // at most max_delay for more) and commits it in ONE transaction: complete_steps
 // for the checkpoints, complete_tasks for the completions. `connections` flush
 // threads, each with its own connection, take turns: items handed in while one

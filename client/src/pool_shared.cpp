@@ -138,6 +138,7 @@ void LocalQueue::push_all(std::vector<QueuedClaim> claims) {
     const std::lock_guard<std::mutex> lock(mutex_);
     for (QueuedClaim& claim : claims) claims_.push_back(std::move(claim));
     count_.store(claims_.size());
+    wake_parked(parked_, n);
   }
   if (n == 1)
     ready_.notify_one();
@@ -147,7 +148,7 @@ void LocalQueue::push_all(std::vector<QueuedClaim> claims) {
 
 std::optional<QueuedClaim> LocalQueue::pop() {
   std::unique_lock<std::mutex> lock(mutex_);
-  ready_.wait(lock, [&] { return closed_ || !claims_.empty(); });
+  wait_for(lock, ready_, parked_, [&] { return closed_ || !claims_.empty(); });
   if (closed_) return std::nullopt;
   QueuedClaim claim = std::move(claims_.front());
   claims_.pop_front();
@@ -185,6 +186,7 @@ std::vector<QueuedClaim> LocalQueue::close() {
     for (QueuedClaim& claim : claims_) out.push_back(std::move(claim));
     claims_.clear();
     count_.store(0);
+    wake_parked(parked_);
   }
   ready_.notify_all();
   return out;

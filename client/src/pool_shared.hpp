@@ -21,6 +21,7 @@
 #include "docket/sql.hpp"
 #include "docket/task_catalog.hpp"
 #include "docket/worker_pool.hpp"
+#include "fiber.hpp"
 #include "flusher.hpp"
 #include "histogram.hpp"
 
@@ -185,7 +186,8 @@ class LocalQueue {
   // Queues a claim batch under one lock and wakes the runners once: one
   // notify per claim would wake (and put back to sleep) a runner per task.
   void push_all(std::vector<QueuedClaim> claims);
-  // Blocks until a claim is queued (returns it) or the queue is closed (nullopt).
+  // Blocks until a claim is queued (returns it) or the queue is closed
+  // (nullopt); a fiber parks meanwhile.
   std::optional<QueuedClaim> pop();
   // Removes the claims made at or before `cutoff` (held too long: released).
   std::vector<QueuedClaim> take_claimed_before(Clock::time_point cutoff);
@@ -200,6 +202,7 @@ class LocalQueue {
  private:
   mutable std::mutex mutex_;
   std::condition_variable ready_;
+  std::deque<Fiber*> parked_;  // runner fibers waiting in pop()
   std::deque<QueuedClaim> claims_;
   std::atomic<std::size_t> count_{0};  // claims_.size(), written under mutex_
   bool closed_ = false;

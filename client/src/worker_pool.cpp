@@ -27,6 +27,7 @@ using detail::Clock;
 
 // Runners stopped at shutdown usually unwind at their next context call.
 constexpr std::chrono::milliseconds kSettle{200};
+constexpr std::size_t kMinFiberStack = std::size_t{64} * 1024;
 
 void validate(const TaskCatalog& catalog, const WorkerPoolOptions& options) {
   if (catalog.empty()) throw std::invalid_argument("WorkerPool: the task catalog is empty");
@@ -58,10 +59,15 @@ void validate(const TaskCatalog& catalog, const WorkerPoolOptions& options) {
     throw std::invalid_argument("WorkerPool: flush_connections must be >= 1");
   if (options.runner_connections < 1)
     throw std::invalid_argument("WorkerPool: runner_connections must be >= 1");
+  if (options.runner_threads < 0)
+    throw std::invalid_argument("WorkerPool: runner_threads must be >= 0");
+  if (options.fiber_stack_size < kMinFiberStack)
+    throw std::invalid_argument("WorkerPool: fiber_stack_size must be >= 64 KiB");
   if (!options.metrics_address.empty()) detail::parse_listen_address(options.metrics_address);
 }
 
-// One runner thread. It co-owns what it touches, so a thread detached at
+// One runner: a thread of its own, or a fiber of a Carrier
+// (runner_threads > 0). It co-owns what it touches, so a thread detached at
 // shutdown (blocked in user code) can return late safely.
 struct WorkerThread {
   std::mutex mutex;
@@ -75,9 +81,17 @@ struct WorkerThread {
   }
 };
 
-// The thread body: takes claims from the local queue until it is closed. A
-// thread whose run was stopped from outside (watchdog, shutdown) retires when it
-// returns: the pool has already started another in its place.
+// A thread running runner fibers; it co-owns the carrier, and retires once
+// they all returned.
+struct CarrierThread {
+  std::shared_ptr<detail::Carrier> carrier;
+  std::shared_ptr<std::atomic<bool>> exited = std::make_shared<std::atomic<bool>>(false);
+  std::thread thread;
+};
+
+// The runner's body (a thread's or a fiber's): takes claims from the local queue until it is
+// closed. A thread whose run was stopped from outside (watchdog, shutdown) retires when it returns:
+// the pool has already started another in its place.
 void runner_thread(const std::shared_ptr<detail::PoolShared>& pool,
                    const std::shared_ptr<detail::LeaseWatchdog>& watchdog,
                    const std::shared_ptr<WorkerThread>& self) {
@@ -138,10 +152,16 @@ class WorkerPool::Impl final : public detail::RunnerHost {
   enum class State { created, running, stopped };
   struct Entry {
     std::shared_ptr<WorkerThread> worker;
-    std::thread thread;
+    std::thread thread;  // none for a fiber
   };
 
   void start_thread();
+  // `count` runner fibers on `threads` new carrier threads (runner_threads > 0).
+  void start_fibers(int count, int threads);
+  // Starts `count` runners: threads, or fibers on one new carrier thread.
+  void start_runners(int count);
+  // Joins the carrier threads whose fibers all returned (workers_mutex_ held).
+  void join_exited_carriers();
   // on_stuck = exit (from the watchdog thread): stop() on a thread of its own,
   // once, with kStuckExitCode.
   void stuck_exit();
@@ -160,6 +180,7 @@ class WorkerPool::Impl final : public detail::RunnerHost {
   std::unique_ptr<detail::Poller> poller_;
   std::mutex workers_mutex_;
   std::list<Entry> workers_;
+  std::list<CarrierThread> carriers_;                      // workers_mutex_
   std::unique_ptr<detail::MetricsServer> metrics_server_;  // lifecycle_mutex_
   std::atomic<int> metrics_port_{0};
   std::mutex exit_mutex_;
@@ -187,7 +208,10 @@ void WorkerPool::Impl::start() {
   watchdog_ = std::make_shared<detail::LeaseWatchdog>(shared_, [this] { stuck_exit(); });
   watchdog_->start();
   shared_->flusher.start(detail::connect(options_));
-  for (int i = 0; i < options_.concurrency; ++i) start_thread();
+  if (options_.runner_threads > 0)
+    start_fibers(options_.concurrency, std::min(options_.runner_threads, options_.concurrency));
+  else
+    for (int i = 0; i < options_.concurrency; ++i) start_thread();
   poller_ = std::make_unique<detail::Poller>(shared_, *this, std::move(connection));
   poller_->start();
   state_.store(State::running);
@@ -205,6 +229,57 @@ void WorkerPool::Impl::start_thread() {
       [pool = shared_, watchdog = watchdog_, worker] { runner_thread(pool, watchdog, worker); });
   const std::lock_guard<std::mutex> lock(workers_mutex_);
   workers_.push_back(Entry{std::move(worker), std::move(thread)});
+}
+
+void WorkerPool::Impl::start_fibers(int count, int threads) {
+  std::vector<CarrierThread> started;
+  std::vector<std::shared_ptr<WorkerThread>> workers;
+  for (int t = 0; t < threads; ++t) {
+    CarrierThread carrier;
+    carrier.carrier = std::make_shared<detail::Carrier>(options_.fiber_stack_size);
+    // Fibers t, t + threads, ...: the runners spread evenly.
+    for (int i = t; i < count; i += threads) {
+      auto worker = std::make_shared<WorkerThread>();
+      carrier.carrier->add([pool = shared_, watchdog = watchdog_, worker] {
+        runner_thread(pool, watchdog, worker);
+      });
+      workers.push_back(std::move(worker));
+    }
+    started.push_back(std::move(carrier));
+  }
+  const std::lock_guard<std::mutex> lock(workers_mutex_);
+  for (std::shared_ptr<WorkerThread>& worker : workers)
+    workers_.push_back(Entry{std::move(worker), std::thread()});
+  for (CarrierThread& carrier : started) {
+    carrier.thread =
+        std::thread([pool = shared_, fibers = carrier.carrier, exited = carrier.exited] {
+          fibers->run();
+          exited->store(true);
+          pool->runner_finished();  // wakes join_or_detach
+        });
+    carriers_.push_back(std::move(carrier));
+  }
+}
+
+void WorkerPool::Impl::start_runners(int count) {
+  if (count <= 0) return;
+  if (options_.runner_threads > 0) {
+    // A new thread: the runner it replaces may still block its own.
+    start_fibers(count, 1);
+    return;
+  }
+  for (int i = 0; i < count; ++i) start_thread();
+}
+
+void WorkerPool::Impl::join_exited_carriers() {
+  for (auto it = carriers_.begin(); it != carriers_.end();) {
+    if (!it->exited->load()) {
+      ++it;
+      continue;
+    }
+    it->thread.join();  // returning: run() is over
+    it = carriers_.erase(it);
+  }
 }
 
 void WorkerPool::Impl::stop() {
@@ -321,13 +396,27 @@ void WorkerPool::Impl::join_or_detach() {
     return true;
   });
   std::list<Entry> entries;
+  std::list<CarrierThread> carriers;
   {
     const std::lock_guard<std::mutex> lock(workers_mutex_);
     entries.swap(workers_);
+    carriers.swap(carriers_);
+  }
+  // A carrier thread returns once its last fiber did.
+  shared_->wait_until(Clock::now() + kSettle, [&] {
+    for (const CarrierThread& carrier : carriers)
+      if (!carrier.exited->load()) return false;
+    return true;
+  });
+  for (CarrierThread& carrier : carriers) {
+    if (carrier.exited->load())
+      carrier.thread.join();
+    else
+      carrier.thread.detach();  // a fiber blocks it (reported below); it co-owns the carrier
   }
   for (Entry& entry : entries) {
     if (entry.worker->exited.load()) {
-      entry.thread.join();
+      if (entry.thread.joinable()) entry.thread.join();
       continue;
     }
     // Blocked in user code: the thread co-owns all it touches, so it may return later.
@@ -338,7 +427,7 @@ void WorkerPool::Impl::join_or_detach() {
       shared_->log(LogLevel::error, "shutdown: the thread of task " + task.task_name + " (run " +
                                         task.run_id + ") is still blocked; detached");
     }
-    entry.thread.detach();
+    if (entry.thread.joinable()) entry.thread.detach();
   }
 }
 
@@ -368,13 +457,16 @@ void WorkerPool::Impl::reap() {
       ++it;
     }
   }
-  for (Entry& entry : exited) entry.thread.join();
-  for (int i = 0; i < replacements; ++i) {
-    try {
-      start_thread();
-    } catch (const std::exception& e) {
-      shared_->log(LogLevel::error, std::string("cannot start a runner thread: ") + e.what());
-    }
+  for (Entry& entry : exited)
+    if (entry.thread.joinable()) entry.thread.join();
+  {
+    const std::lock_guard<std::mutex> lock(workers_mutex_);
+    join_exited_carriers();
+  }
+  try {
+    start_runners(replacements);
+  } catch (const std::exception& e) {
+    shared_->log(LogLevel::error, std::string("cannot start a runner thread: ") + e.what());
   }
 }
 

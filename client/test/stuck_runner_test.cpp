@@ -51,7 +51,9 @@ struct Probe {
   void leave() { --inside; }
 };
 
-class StuckRunnerTest : public ::testing::Test {
+// Every test runs twice: a thread per runner, and runners as fibers on two
+// threads (WorkerPoolOptions::runner_threads).
+class StuckRunnerTest : public ::testing::TestWithParam<int> {
  protected:
   void SetUp() override {
     queue_ = unique_name("stuck");
@@ -63,6 +65,7 @@ class StuckRunnerTest : public ::testing::Test {
     o.conninfo = test::conninfo();
     o.queue = queue_;
     o.concurrency = 2;
+    o.runner_threads = GetParam();
     o.batch_size = 2;
     o.prefetch = 0;
     o.poll_interval = 50ms;
@@ -105,7 +108,7 @@ Handler blocking(const std::shared_ptr<Probe>& probe) {
 // drains and stops with kStuckExitCode. Three blocking tasks, concurrency 2:
 // two handlers enter and block; the third task is never started, and no
 // handler ever replaces the blocked ones.
-TEST_F(StuckRunnerTest, ExitStopsClaimingAndStopsThePoolWithinItsConcurrency) {
+TEST_P(StuckRunnerTest, ExitStopsClaimingAndStopsThePoolWithinItsConcurrency) {
   EXPECT_EQ(WorkerPoolOptions().on_stuck, OnStuck::exit);
   auto probe = std::make_shared<Probe>();
   std::vector<std::string> runs;
@@ -142,7 +145,7 @@ TEST_F(StuckRunnerTest, ExitStopsClaimingAndStopsThePoolWithinItsConcurrency) {
 // on its first execution, then a probe task that counts, on entry, the claims
 // the database holds for the queue while the blocked handler is still inside:
 // only its own.
-TEST_F(StuckRunnerTest, ReplaceReusesTheSlotOnlyOnceTheStuckClaimIsReleased) {
+TEST_P(StuckRunnerTest, ReplaceReusesTheSlotOnlyOnceTheStuckClaimIsReleased) {
   auto probe = std::make_shared<Probe>();
   auto first = std::make_shared<std::atomic<bool>>(true);
   const std::string conninfo = test::conninfo();
@@ -211,7 +214,7 @@ TEST_F(StuckRunnerTest, ReplaceReusesTheSlotOnlyOnceTheStuckClaimIsReleased) {
 // another claimer passes (a claimer five minutes later with a 1 ms lease takes
 // nothing), and the watchdog counts the extension as progress (a handler quiet
 // for several leases after it is not stuck).
-TEST_F(StuckRunnerTest, HeartbeatExtensionHoldsTheClaimAndIsProgress) {
+TEST_P(StuckRunnerTest, HeartbeatExtensionHoldsTheClaimAndIsProgress) {
   const std::string conninfo = test::conninfo();
   const std::string queue = queue_;
   auto stolen = std::make_shared<std::atomic<int>>(-1);
@@ -244,6 +247,12 @@ TEST_F(StuckRunnerTest, HeartbeatExtensionHoldsTheClaimAndIsProgress) {
   pool.stop();
   EXPECT_EQ(pool.wait(), 0);
 }
+
+// The parameter: WorkerPoolOptions::runner_threads.
+INSTANTIATE_TEST_SUITE_P(Runners, StuckRunnerTest, ::testing::Values(0, 2),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return info.param == 0 ? std::string("Threads") : std::string("Fibers");
+                         });
 
 }  // namespace
 }  // namespace docket

@@ -72,7 +72,9 @@ std::string create_database(const std::string& name, bool with_extension) {
   return "dbname=" + name;
 }
 
-class WorkerPoolTest : public ::testing::Test {
+// Every test runs twice: a thread per runner, and runners as fibers on two
+// threads (WorkerPoolOptions::runner_threads).
+class WorkerPoolTest : public ::testing::TestWithParam<int> {
  protected:
   static void SetUpTestSuite() {
     database_ = unique_name("docket_wp");
@@ -94,6 +96,7 @@ class WorkerPoolTest : public ::testing::Test {
     o.conninfo = conninfo_;
     o.queue = queue_;
     o.concurrency = 4;
+    o.runner_threads = GetParam();
     o.batch_size = 4;
     o.poll_interval = 100ms;
     o.lease = 5000ms;
@@ -151,7 +154,7 @@ struct EndToEndProbe {
   std::atomic<int> notify{0};
 };
 
-TEST_F(WorkerPoolTest, EndToEndWithStepsSleepEventAndChild) {
+TEST_P(WorkerPoolTest, EndToEndWithStepsSleepEventAndChild) {
   auto probe = std::make_shared<EndToEndProbe>();
   const std::string event = "go:" + queue_;
   TaskCatalog catalog =
@@ -235,7 +238,7 @@ TEST_F(WorkerPoolTest, EndToEndWithStepsSleepEventAndChild) {
   EXPECT_GT(c.claim_latency_ms, 0.0);
 }
 
-TEST_F(WorkerPoolTest, TimeoutsPastSleepsAndEventsStayInTheTaskScope) {
+TEST_P(WorkerPoolTest, TimeoutsPastSleepsAndEventsStayInTheTaskScope) {
   const std::string ping = "ping:" + queue_;
   const std::string never = "never:" + queue_;
   TaskCatalog catalog =
@@ -282,7 +285,7 @@ TEST_F(WorkerPoolTest, TimeoutsPastSleepsAndEventsStayInTheTaskScope) {
 
 // --- failures --------------------------------------------------------------
 
-TEST_F(WorkerPoolTest, HandlerExceptionFailsTheAttemptAndTheDatabaseRetries) {
+TEST_P(WorkerPoolTest, HandlerExceptionFailsTheAttemptAndTheDatabaseRetries) {
   auto executions = std::make_shared<std::atomic<int>>(0);
   TaskCatalog catalog = TaskCatalog::Builder()
                             .add("flaky",
@@ -317,7 +320,7 @@ class InvalidInput : public PermanentError {
   using PermanentError::PermanentError;
 };
 
-TEST_F(WorkerPoolTest, PermanentErrorFailsTheTaskForGoodWhateverAttemptsRemain) {
+TEST_P(WorkerPoolTest, PermanentErrorFailsTheTaskForGoodWhateverAttemptsRemain) {
   auto executions = std::make_shared<std::atomic<int>>(0);
   TaskCatalog catalog = TaskCatalog::Builder()
                             .add("fatal",
@@ -367,7 +370,7 @@ struct CancelProbe {
   std::atomic<bool> wrong_kind{false};
 };
 
-TEST_F(WorkerPoolTest, CancellationUnwindsTheHandlerWithoutFinalizing) {
+TEST_P(WorkerPoolTest, CancellationUnwindsTheHandlerWithoutFinalizing) {
   auto probe = std::make_shared<CancelProbe>();
   const auto spin = [probe](Context& ctx, bool swallow) -> Json {
     probe->started++;
@@ -417,7 +420,7 @@ TEST_F(WorkerPoolTest, CancellationUnwindsTheHandlerWithoutFinalizing) {
 
 // --- rolling deploy --------------------------------------------------------
 
-TEST_F(WorkerPoolTest, UnknownTaskNameIsDeferredWithoutUsingAnAttempt) {
+TEST_P(WorkerPoolTest, UnknownTaskNameIsDeferredWithoutUsingAnAttempt) {
   const std::string run_id = spawn("rolling", Json{{"v", 7}});
   {
     TaskCatalog old_catalog =
@@ -457,7 +460,7 @@ struct BlockProbe {
   std::atomic<bool> stuck_committed{false};
 };
 
-TEST_F(WorkerPoolTest, WatchdogStopsABlockedRunnerAtTwoLeases) {
+TEST_P(WorkerPoolTest, WatchdogStopsABlockedRunnerAtTwoLeases) {
   auto probe = std::make_shared<BlockProbe>();
   TaskCatalog catalog =
       TaskCatalog::Builder()
@@ -511,7 +514,7 @@ TEST_F(WorkerPoolTest, WatchdogStopsABlockedRunnerAtTwoLeases) {
 
 // --- shutdown --------------------------------------------------------------
 
-TEST_F(WorkerPoolTest, GracefulShutdownDrainsActiveRunnersAndLosesNothing) {
+TEST_P(WorkerPoolTest, GracefulShutdownDrainsActiveRunnersAndLosesNothing) {
   auto running = std::make_shared<std::atomic<int>>(0);
   TaskCatalog catalog = TaskCatalog::Builder()
                             .add("work",
@@ -557,7 +560,7 @@ struct SlowProbe {
   std::atomic<int> first_signal{-1};
 };
 
-TEST_F(WorkerPoolTest, ShutdownReleasesClaimsOfRunnersPastTheGracePeriod) {
+TEST_P(WorkerPoolTest, ShutdownReleasesClaimsOfRunnersPastTheGracePeriod) {
   auto probe = std::make_shared<SlowProbe>();
   TaskCatalog catalog = TaskCatalog::Builder()
                             .add("slow",
@@ -607,7 +610,7 @@ TEST_F(WorkerPoolTest, ShutdownReleasesClaimsOfRunnersPastTheGracePeriod) {
 
 // --- start-up checks -------------------------------------------------------
 
-TEST_F(WorkerPoolTest, SchemaMismatchRefusesToStart) {
+TEST_P(WorkerPoolTest, SchemaMismatchRefusesToStart) {
   TaskCatalog catalog =
       TaskCatalog::Builder().add("t", [](Context&, const Json&) { return Json(); }).build();
 
@@ -647,7 +650,7 @@ TEST_F(WorkerPoolTest, SchemaMismatchRefusesToStart) {
   admin("DROP DATABASE " + faked + " WITH (FORCE)");
 }
 
-TEST_F(WorkerPoolTest, StartValidatesCatalogAndOptions) {
+TEST_P(WorkerPoolTest, StartValidatesCatalogAndOptions) {
   TaskCatalog empty = TaskCatalog::Builder().build();
   EXPECT_THROW(WorkerPool(empty, options()).start(), std::invalid_argument);
 
@@ -663,6 +666,8 @@ TEST_F(WorkerPoolTest, StartValidatesCatalogAndOptions) {
       [](WorkerPoolOptions& o) { o.queue = ""; },
       [](WorkerPoolOptions& o) { o.flush_max_batch = 0; },
       [](WorkerPoolOptions& o) { o.flush_max_batch = -2; },
+      [](WorkerPoolOptions& o) { o.runner_threads = -1; },
+      [](WorkerPoolOptions& o) { o.fiber_stack_size = std::size_t{64} * 1024 - 1; },
   };
   for (const auto& breaks : broken) {
     WorkerPoolOptions o = options();
@@ -679,7 +684,7 @@ TEST_F(WorkerPoolTest, StartValidatesCatalogAndOptions) {
 // wakes it (PoolShared::wake_poller_at). With one slot, no prefetch, no LISTEN
 // and a poll interval of an hour, the backlog drains only through those
 // wake-ups: a lost one would leave the next task unclaimed for the hour.
-TEST_F(WorkerPoolTest, AFreedSlotWakesThePollerWithoutPollOrNotify) {
+TEST_P(WorkerPoolTest, AFreedSlotWakesThePollerWithoutPollOrNotify) {
   std::vector<std::string> ids;
   for (int i = 0; i < 6; ++i) ids.push_back(spawn("t", Json{{"n", i}}));
   TaskCatalog catalog =
@@ -702,7 +707,7 @@ TEST_F(WorkerPoolTest, AFreedSlotWakesThePollerWithoutPollOrNotify) {
 // queue empty, a task spawned into the idle pool starts only because its
 // commit set the latch of the waker's backend, waiting in docket.await_tasks
 // (or because await_tasks found it due when the waker began to wait).
-TEST_F(WorkerPoolTest, ACommitWakesTheWakerWithoutPollOrNotify) {
+TEST_P(WorkerPoolTest, ACommitWakesTheWakerWithoutPollOrNotify) {
   TaskCatalog catalog =
       TaskCatalog::Builder().add("t", [](Context&, const Json& p) { return p; }).build();
   WorkerPoolOptions o = options();
@@ -730,7 +735,7 @@ TEST_F(WorkerPoolTest, ACommitWakesTheWakerWithoutPollOrNotify) {
 }
 
 // Without the waker, NOTIFY wakes the poller (the same setup otherwise).
-TEST_F(WorkerPoolTest, ANotifyWakesThePollerWithoutTheWaker) {
+TEST_P(WorkerPoolTest, ANotifyWakesThePollerWithoutTheWaker) {
   TaskCatalog catalog =
       TaskCatalog::Builder().add("t", [](Context&, const Json& p) { return p; }).build();
   WorkerPoolOptions o = options();
@@ -746,7 +751,7 @@ TEST_F(WorkerPoolTest, ANotifyWakesThePollerWithoutTheWaker) {
   EXPECT_EQ(pool.counters().completed, 1u);
 }
 
-TEST_F(WorkerPoolTest, PollerReconnectsAfterItsConnectionIsTerminated) {
+TEST_P(WorkerPoolTest, PollerReconnectsAfterItsConnectionIsTerminated) {
   TaskCatalog catalog =
       TaskCatalog::Builder().add("t", [](Context&, const Json& p) { return p; }).build();
   WorkerPoolOptions o = options();
@@ -770,6 +775,12 @@ TEST_F(WorkerPoolTest, PollerReconnectsAfterItsConnectionIsTerminated) {
   pool.stop();
   EXPECT_EQ(pool.counters().completed, 2u);
 }
+
+// The parameter: WorkerPoolOptions::runner_threads.
+INSTANTIATE_TEST_SUITE_P(Runners, WorkerPoolTest, ::testing::Values(0, 2),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return info.param == 0 ? std::string("Threads") : std::string("Fibers");
+                         });
 
 }  // namespace
 }  // namespace docket

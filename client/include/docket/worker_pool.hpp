@@ -17,6 +17,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -128,6 +129,23 @@ struct WorkerPoolOptions {
   ConnectionFactory connection_factory;
   std::string queue = "default";
   int concurrency = 10;  // runners at most
+  // Threads that run the handlers. 0 (the default): one thread per runner,
+  // `concurrency` of them. N > 0: every runner is a fiber (a stack of its own,
+  // switched in user space), and N threads share them, each running one at a
+  // time; a runner waiting for its step's group commit or for the next claim
+  // gives its thread to another instead of sleeping in the kernel (at
+  // concurrency 200 and 3-step tasks, measured in bench/README.md). For
+  // handlers that do not block their thread: one that sleeps, waits on a lock
+  // or does slow I/O holds up the other runners of its thread while it does
+  // (the context's own calls, steps included, are fine), and one that holds a
+  // lock across a step can deadlock a runner of its thread waiting for that
+  // lock. thread_local variables are shared by the runners of a thread. A
+  // runner the watchdog stopped as stuck is replaced on a new thread, as with
+  // one thread per runner (docs/tasks.md "Runner threads and fibers").
+  int runner_threads = 0;
+  // Each fiber's stack (runner_threads > 0), plus a guard page; memory is
+  // committed only as a handler touches it.
+  std::size_t fiber_stack_size = std::size_t{512} * 1024;
   int batch_size = 100;  // claim at most this many per poll
   // Claims held in the local queue beyond the running ones: kAutoPrefetch (the
   // default) sizes it to the work (below), a number >= 0 fixes it (0: no
