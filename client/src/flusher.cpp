@@ -68,7 +68,11 @@ void Flusher::start(std::unique_ptr<pqxx::connection> connection) {
     const std::lock_guard<std::mutex> lock(mutex_);
     live_threads_ = count;
   }
-  for (std::size_t i = 0; i < count; ++i) threads_.emplace_back([this, i] { run(i); });
+  for (std::size_t i = 0; i < count; ++i)
+    threads_.emplace_back([this, i] {
+      name_thread("docket-flush");
+      run(i);
+    });
 }
 
 void Flusher::stop() {
@@ -148,8 +152,12 @@ void Flusher::submit(const ItemPtr& item, bool wait) {
   if (wait) ++waiting_queued_;
   // Wake the flush threads only when this item can change their decision: the
   // first item that can go, a full batch, or the last producer's item.
+  // (A thread holding completions back for want of a waited item wakes for the
+  // first one; the others only for a full batch or the last producer's item:
+  // waking it for each would cost two thread switches per item.)
   const std::size_t ready = count_takeable();
-  if (ready == 1 || ready >= options_.max_batch || (wait && flushing_ > 0) ||
+  if (ready == 1 || ready >= options_.max_batch ||
+      (wait && holding_completions_ > 0 && takeable(*item)) ||
       (options_.producers && static_cast<long>(ready + in_flight_waiting_) >= options_.producers()))
     work_.notify_all();
   if (!wait) return;
@@ -175,7 +183,9 @@ void Flusher::run(std::size_t index) {
       // Only completions nobody waits for: a flush beside the one in flight
       // would gain no runner anything, so they join the next one after it.
       if (!stopping_ && flushing_ > 0 && !any_waiting_takeable()) {
+        ++holding_completions_;
         work_.wait(lock);
+        --holding_completions_;
         continue;
       }
       if (stopping_ || ready >= options_.max_batch ||

@@ -14,7 +14,10 @@ LeaseWatchdog::~LeaseWatchdog() {
 }
 
 void LeaseWatchdog::start() {
-  thread_ = std::thread([this] { run(); });
+  thread_ = std::thread([this] {
+    name_thread("docket-watchdog");
+    run();
+  });
 }
 
 void LeaseWatchdog::stop() {

@@ -72,6 +72,8 @@ class Poller {
   // await_ms >= 0: by docket.await_tasks, waiting up to await_ms for work; -1
   // when the wait timed out.
   int claim(pqxx::connection& connection, int reserved, int await_ms = -1);
+  // The backlog ended (busy_ was set): the waker may wait again.
+  void end_backlog();
   // The assistant claimer's thread: claims while busy_ and capacity allow.
   void assist();
   // The waker's thread: claims by docket.await_tasks, which waits for work.
@@ -102,6 +104,10 @@ class Poller {
   bool due_ = false;  // a NOTIFY for our queue arrived (poller thread only)
   // The last claim came back full: there is a backlog, the assistant claims too.
   std::atomic<bool> busy_{false};
+  // The waker waits here while busy_ (end_backlog() and stop() wake it), not on
+  // the pool's condition, which every finished task's freed slot notifies.
+  std::mutex idle_mutex_;
+  std::condition_variable idle_cv_;
   Clock::time_point next_fire_ = Clock::time_point::min();  // poller thread only
   PrefetchSizer prefetch_;
   // The waker is connected and serves (its server has await_tasks): the poller

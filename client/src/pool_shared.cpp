@@ -1,6 +1,7 @@
 #include "pool_shared.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -38,6 +39,10 @@ void WakePipe::drain() noexcept {
     if (n < 0 && errno == EINTR) continue;
     return;
   }
+}
+
+void name_thread(const char* name) noexcept {
+  ::pthread_setname_np(::pthread_self(), name);
 }
 
 std::unique_ptr<pqxx::connection> connect(const std::string& conninfo) {

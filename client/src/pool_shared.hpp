@@ -116,6 +116,10 @@ auto autocommit(pqxx::connection_base& connection, bool mutating, Fn&& fn) {
 
 // A new connection with docket's statements registered; throws ConnectionLost.
 std::unique_ptr<pqxx::connection> connect(const std::string& conninfo);
+
+// Names the calling thread ("docket-poller", ...; at most 15 bytes), as
+// top -H, perf and gdb show it.
+void name_thread(const char* name) noexcept;
 // The same from the pool's connection source: options.connection_factory when
 // set (a null or closed connection is ConnectionLost), else options.conninfo.
 std::unique_ptr<pqxx::connection> connect(const WorkerPoolOptions& options);

@@ -225,8 +225,10 @@ void WorkerPool::Impl::start() {
 
 void WorkerPool::Impl::start_thread() {
   auto worker = std::make_shared<WorkerThread>();
-  std::thread thread(
-      [pool = shared_, watchdog = watchdog_, worker] { runner_thread(pool, watchdog, worker); });
+  std::thread thread([pool = shared_, watchdog = watchdog_, worker] {
+    detail::name_thread("docket-runner");
+    runner_thread(pool, watchdog, worker);
+  });
   const std::lock_guard<std::mutex> lock(workers_mutex_);
   workers_.push_back(Entry{std::move(worker), std::move(thread)});
 }
@@ -253,6 +255,7 @@ void WorkerPool::Impl::start_fibers(int count, int threads) {
   for (CarrierThread& carrier : started) {
     carrier.thread =
         std::thread([pool = shared_, fibers = carrier.carrier, exited = carrier.exited] {
+          detail::name_thread("docket-fibers");
           fibers->run();
           exited->store(true);
           pool->runner_finished();  // wakes join_or_detach

@@ -6,7 +6,10 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -679,6 +682,66 @@ TEST_P(WorkerPoolTest, StartValidatesCatalogAndOptions) {
 }
 
 // --- the poller ------------------------------------------------------------
+
+// The threads the handlers run on: one per runner (concurrency 4), or the two
+// threads their fibers share (runner_threads = 2), where a handler resumes
+// after its step on the thread it started on. The pool's threads carry names
+// (/proc/self/task/*/comm), which also counts them.
+TEST_P(WorkerPoolTest, HandlersRunOnTheirRunnerThreadsOrOnTheFibersThreads) {
+  struct Probe {
+    std::mutex mutex;
+    std::set<std::thread::id> threads;
+    int moved = 0;  // handlers that resumed after a step on another thread
+  };
+  auto probe = std::make_shared<Probe>();
+  TaskCatalog catalog = TaskCatalog::Builder()
+                            .add("t",
+                                 [probe](Context& ctx, const Json& p) {
+                                   const std::thread::id before = std::this_thread::get_id();
+                                   ctx.step("a", [&] { return p; });
+                                   const std::thread::id after = std::this_thread::get_id();
+                                   const std::lock_guard<std::mutex> lock(probe->mutex);
+                                   probe->threads.insert(before);
+                                   if (after != before) ++probe->moved;
+                                   return p;
+                                 })
+                            .build();
+  std::vector<std::string> ids;
+  for (int i = 0; i < 40; ++i) ids.push_back(spawn("t", Json{{"n", i}}));
+  // This pool's threads: those named now less those named before it started
+  // (threads other tests detached may still be around).
+  auto thread_names = [] {
+    std::map<std::string, int> names;
+    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+      std::ifstream comm(task.path() / "comm");
+      std::string name;
+      std::getline(comm, name);
+      ++names[name];
+    }
+    return names;
+  };
+  std::map<std::string, int> names = thread_names();
+  for (auto& entry : names) entry.second = -entry.second;
+  WorkerPool pool(catalog, options());
+  pool.start();
+  for (const std::string& id : ids)
+    ASSERT_TRUE(eventually([&] { return state(id) == "completed"; }, 20s)) << id;
+  for (const auto& entry : thread_names()) names[entry.first] += entry.second;
+  pool.stop();
+  const std::lock_guard<std::mutex> lock(probe->mutex);
+  EXPECT_EQ(probe->moved, 0);
+  EXPECT_EQ(names["docket-poller"], 1);
+  EXPECT_EQ(names["docket-flush"], 2);  // flush_connections
+  if (GetParam() == 0) {
+    EXPECT_EQ(names["docket-runner"], 4);
+    EXPECT_EQ(names["docket-fibers"], 0);
+    EXPECT_LE(probe->threads.size(), 4u);
+  } else {
+    EXPECT_EQ(names["docket-runner"], 0);
+    EXPECT_EQ(names["docket-fibers"], 2);
+    EXPECT_LE(probe->threads.size(), 2u);
+  }
+}
 
 // The poller sleeps until a refill is due; each freed slot that makes one due
 // wakes it (PoolShared::wake_poller_at). With one slot, no prefetch, no LISTEN
