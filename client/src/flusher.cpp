@@ -330,27 +330,28 @@ void Flusher::execute(std::unique_ptr<pqxx::connection>& connection,
     }
   }
   if (!connection) connection = open();  // reconnects after a lost connection
-  pqxx::work tx(*connection);
-  {
-    if (!steps.empty()) {
-      const std::vector<sql::StepOutcome> out = sql::complete_steps(tx, steps);
-      if (out.size() != steps.size())
-        throw std::runtime_error("complete_steps returned " + std::to_string(out.size()) +
-                                 " rows for " + std::to_string(steps.size()) + " steps");
-      for (std::size_t i = 0; i < out.size(); ++i) {
-        step_items[i]->outcome = out[i].outcome;
-        step_items[i]->stored = out[i].value;
-      }
-    }
-    if (!completions.empty()) {
-      const std::vector<sql::CompletionOutcome> out = sql::complete_tasks(tx, completions);
-      if (out.size() != completions.size())
-        throw std::runtime_error("complete_tasks returned " + std::to_string(out.size()) +
-                                 " rows for " + std::to_string(completions.size()) + " tasks");
-      for (std::size_t i = 0; i < out.size(); ++i) completion_items[i]->outcome = out[i].outcome;
-    }
+  // One statement, so no BEGIN and COMMIT round trips: it is its own
+  // transaction, committed (or rolled back as a whole) when it returns.
+  pqxx::nontransaction tx(*connection);
+  sql::StepsAndTasksOutcome out;
+  if (completions.empty())
+    out.steps = sql::complete_steps(tx, steps);
+  else if (steps.empty())
+    out.completions = sql::complete_tasks(tx, completions);
+  else
+    out = sql::complete_steps_and_tasks(tx, steps, completions);
+  if (out.steps.size() != steps.size())
+    throw std::runtime_error("complete_steps returned " + std::to_string(out.steps.size()) +
+                             " rows for " + std::to_string(steps.size()) + " steps");
+  if (out.completions.size() != completions.size())
+    throw std::runtime_error("complete_tasks returned " + std::to_string(out.completions.size()) +
+                             " rows for " + std::to_string(completions.size()) + " tasks");
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    step_items[i]->outcome = out.steps[i].outcome;
+    step_items[i]->stored = out.steps[i].value;
   }
-  tx.commit();
+  for (std::size_t i = 0; i < completions.size(); ++i)
+    completion_items[i]->outcome = out.completions[i].outcome;
 }
 
 void Flusher::flush(std::unique_ptr<pqxx::connection>& connection,

@@ -75,6 +75,11 @@ constexpr StatementText kStatements[] = {
      "$2::uuid[], $3::text[], $4::jsonb[])"},
     {"docket_complete_tasks",
      "SELECT run_id, outcome FROM docket.complete_tasks($1::text[], $2::uuid[], $3::jsonb[])"},
+    // Both in one statement, the steps first (an Append runs its inputs in order).
+    {"docket_complete_steps_and_tasks",
+     "SELECT true, run_id, step_name, outcome, value::text FROM docket.complete_steps($1::text[], "
+     "$2::uuid[], $3::text[], $4::jsonb[]) UNION ALL SELECT false, run_id, NULL, outcome, NULL "
+     "FROM docket.complete_tasks($5::text[], $6::uuid[], $7::jsonb[])"},
     {"docket_heartbeat", "SELECT docket.heartbeat($1, $2::uuid)"},
     {"docket_heartbeat_extend", "SELECT docket.heartbeat($1, $2::uuid, $3::bigint)"},
     {"docket_sleep_until",
@@ -390,8 +395,13 @@ Json complete_step(pqxx::transaction_base& tx, const std::string& run_id, const 
       tx.exec_prepared1("docket_complete_step", run_id, token, step_name, value.dump())[0]);
 }
 
-std::vector<StepOutcome> complete_steps(pqxx::transaction_base& tx,
-                                        const std::vector<StepCheckpoint>& steps) {
+namespace {
+
+// The array parameters of complete_steps (run ids, tokens, names, values).
+struct StepArrays {
+  std::string run_ids, tokens, names, values;
+};
+StepArrays step_arrays(const std::vector<StepCheckpoint>& steps) {
   std::vector<std::string> run_ids, tokens, names, values;
   for (const StepCheckpoint& step : steps) {
     run_ids.push_back(step.run_id);
@@ -399,34 +409,71 @@ std::vector<StepOutcome> complete_steps(pqxx::transaction_base& tx,
     names.push_back(step.step_name);
     values.push_back(step.value.dump());
   }
-  const pqxx::result r =
-      tx.exec_prepared("docket_complete_steps", array_literal(run_ids), array_literal(tokens),
-                       array_literal(names), array_literal(values));
-  std::vector<StepOutcome> out;
-  for (const pqxx::row& row : r) {
-    StepOutcome outcome;
-    outcome.run_id = row[0].as<std::string>();
-    outcome.step_name = row[1].as<std::string>();
-    outcome.outcome = row[2].as<std::string>();
-    outcome.value = parse_json(row[3]);
-    out.push_back(std::move(outcome));
-  }
-  return out;
+  return {array_literal(run_ids), array_literal(tokens), array_literal(names),
+          array_literal(values)};
 }
 
-std::vector<CompletionOutcome> complete_tasks(pqxx::transaction_base& tx,
-                                              const std::vector<TaskCompletion>& completions) {
+// The array parameters of complete_tasks (run ids, tokens, results).
+struct CompletionArrays {
+  std::string run_ids, tokens, results;
+};
+CompletionArrays completion_arrays(const std::vector<TaskCompletion>& completions) {
   std::vector<std::string> run_ids, tokens, results;
   for (const TaskCompletion& completion : completions) {
     run_ids.push_back(completion.run_id);
     tokens.push_back(completion.claim_token);
     results.push_back(completion.result.dump());  // JSON null for a null result
   }
-  const pqxx::result r = tx.exec_prepared("docket_complete_tasks", array_literal(run_ids),
-                                          array_literal(tokens), array_literal(results));
+  return {array_literal(run_ids), array_literal(tokens), array_literal(results)};
+}
+
+// A complete_steps row from column `at` on: run_id, step_name, outcome, value.
+StepOutcome step_outcome(const pqxx::row& row, pqxx::row::size_type at) {
+  StepOutcome outcome;
+  outcome.run_id = row[at].as<std::string>();
+  outcome.step_name = row[at + 1].as<std::string>();
+  outcome.outcome = row[at + 2].as<std::string>();
+  outcome.value = parse_json(row[at + 3]);
+  return outcome;
+}
+
+}  // namespace
+
+std::vector<StepOutcome> complete_steps(pqxx::transaction_base& tx,
+                                        const std::vector<StepCheckpoint>& steps) {
+  const StepArrays a = step_arrays(steps);
+  const pqxx::result r =
+      tx.exec_prepared("docket_complete_steps", a.run_ids, a.tokens, a.names, a.values);
+  std::vector<StepOutcome> out;
+  for (const pqxx::row& row : r) out.push_back(step_outcome(row, 0));
+  return out;
+}
+
+std::vector<CompletionOutcome> complete_tasks(pqxx::transaction_base& tx,
+                                              const std::vector<TaskCompletion>& completions) {
+  const CompletionArrays a = completion_arrays(completions);
+  const pqxx::result r = tx.exec_prepared("docket_complete_tasks", a.run_ids, a.tokens, a.results);
   std::vector<CompletionOutcome> out;
   for (const pqxx::row& row : r)
     out.push_back(CompletionOutcome{row[0].as<std::string>(), row[1].as<std::string>()});
+  return out;
+}
+
+StepsAndTasksOutcome complete_steps_and_tasks(pqxx::transaction_base& tx,
+                                              const std::vector<StepCheckpoint>& steps,
+                                              const std::vector<TaskCompletion>& completions) {
+  const StepArrays s = step_arrays(steps);
+  const CompletionArrays c = completion_arrays(completions);
+  const pqxx::result r = tx.exec_prepared("docket_complete_steps_and_tasks", s.run_ids, s.tokens,
+                                          s.names, s.values, c.run_ids, c.tokens, c.results);
+  StepsAndTasksOutcome out;
+  for (const pqxx::row& row : r) {
+    if (row[0].as<bool>())
+      out.steps.push_back(step_outcome(row, 1));
+    else
+      out.completions.push_back(
+          CompletionOutcome{row[1].as<std::string>(), row[3].as<std::string>()});
+  }
   return out;
 }
 

@@ -243,6 +243,12 @@ TEST_F(GroupCommitTest, OneFlushDeliversEachItemItsOwnOutcome) {
   EXPECT_EQ(
       scalar("SELECT count(*) FROM docket.task_steps WHERE run_id = '" + cancelled.run_id + "'"),
       "0");
+  // One transaction (one statement, sql::complete_steps_and_tasks): the stored
+  // step and the completion carry the same transaction id.
+  EXPECT_EQ(scalar("SELECT (SELECT xmin FROM docket.task_steps WHERE run_id = '" + stored.run_id +
+                   "' AND step_name = 's')::text = (SELECT xmin FROM docket.runs WHERE run_id = '" +
+                   completed.run_id + "')::text"),
+            "t");
 }
 
 TEST_F(GroupCommitTest, AsyncCompletionsReportTheirOwnOutcome) {

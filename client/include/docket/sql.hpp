@@ -158,6 +158,15 @@ struct CompletionOutcome {
 };
 std::vector<CompletionOutcome> complete_tasks(pqxx::transaction_base& tx,
                                               const std::vector<TaskCompletion>& completions);
+// Both in one statement (the steps first): on a pqxx::nontransaction, one round
+// trip and one commit for the lot, as the WorkerPool's flusher sends them.
+struct StepsAndTasksOutcome {
+  std::vector<StepOutcome> steps;
+  std::vector<CompletionOutcome> completions;
+};
+StepsAndTasksOutcome complete_steps_and_tasks(pqxx::transaction_base& tx,
+                                              const std::vector<StepCheckpoint>& steps,
+                                              const std::vector<TaskCompletion>& completions);
 void heartbeat(pqxx::transaction_base& tx, const std::string& run_id, const std::string& token);
 // heartbeat(run_id, token, extend_ms): the claim does not expire before now + extend.
 void heartbeat(pqxx::transaction_base& tx, const std::string& run_id, const std::string& token,
