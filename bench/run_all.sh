@@ -86,7 +86,7 @@ row "---" "---:" "---:" "---:" "---" "---"
 for c in ${BENCH_CONCURRENCY:-10 50}; do
   rrow "worker drain c$c, tasks/s / raw b100 jobs/s" worker.pool.c$c worker.raw_b100.c$c ">= 0.8" ""
   rrow "worker drain c$c, pool batch 100 / raw b100" worker.pool_b100x1.c$c worker.raw_b100.c$c ">= 0.8" ""
-  rrow "worker drain c$c, pool batch 100, 2 claimers / raw b100" worker.pool_b100x2.c$c worker.raw_b100.c$c ">= 0.8" ""
+  rrow "worker drain c$c, fibers on ${STEPS_RUNNER_THREADS:-2} threads / raw b100" worker.pool_fibers.c$c worker.raw_b100.c$c ">= 0.8" ""
   if [ "$c" = 10 ]; then before="0.08 (890 / 11,358)"; else before=""; fi
   rrow "worker drain c$c, tasks/s / raw b10 jobs/s" worker.pool.c$c worker.raw_b10.c$c "" "$before"
 done

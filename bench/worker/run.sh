@@ -5,7 +5,7 @@
 #   bash bench/worker/run.sh            (about 6-8 minutes on 2 cores at the defaults)
 #   a) drain: BENCH_TASKS pre-spawned no-op tasks at each concurrency in
 #      BENCH_CONCURRENCY (bench_worker drain: the pool's defaults, then claims of
-#      up to 100 with one and with two claiming connections), against the raw two-commit loop
+#      up to 100, then the defaults with the runners as fibers), against the raw two-commit loop
 #      (raw_two_commit.pgbench: one statement claims up to BATCH jobs with SKIP
 #      LOCKED and commits, one statement marks them done fenced on their tokens and
 #      commits) over as many jobs with as many pgbench clients, at batch 100 and 10.
@@ -24,8 +24,8 @@
 # Knobs (environment): BENCH_PORT (54352), BENCH_TASKS (100000), BENCH_CONCURRENCY
 # ("10 50"), STEPS_TASKS (20000), STEPS (3), STEPS_CONCURRENCY ("10 200"),
 # STEPS_POOL_BATCH (drain-steps' claim batch; default the pool's),
-# STEPS_RUNNER_THREADS (2: each steps drain again with runner_threads = 2, the
-# runners as fibers on two threads; 0: not),
+# STEPS_RUNNER_THREADS (2: a drain and each steps drain again with
+# runner_threads = 2, the runners as fibers on two threads; 0: not),
 # WAKE_COUNT (300), WAKE_INTERVAL_MS (10), WAKE_BURST (10), WAKE_BURST_MS (100),
 # BENCH_EXTRA (0), BENCH_FSYNC (on),
 # BENCH_INSTALL (1: make install first), BENCH_BUILD (client/build),
@@ -159,19 +159,25 @@ for c in $CONCURRENCY; do
   [ "$EXTRA" = 1 ] && row "$c" "SQL only: pgbench claim_tasks(10)+complete_task" "${rate[sql.$c]}" "$SQL_SECONDS"
 
   # The pool configured like the raw loop at batch 100: claims of up to 100
-  # (batch_size 100, prefetch 100 - c, at least 10), with one and with two
-  # claiming connections (claim_connections).
-  for claimers in 1 2; do
+  # (batch_size 100, prefetch 100 - c, at least 10). (Two claiming connections,
+  # BENCH_POOL_CLAIMERS=2, were slower in every run through the fourteenth
+  # session and are no longer part of the suite.)
+  spawn "$queue" "$N"
+  prefetch=$((100 - c))
+  [ "$prefetch" -ge 10 ] || prefetch=10
+  line=$(BENCH_POOL_BATCH=100 BENCH_POOL_PREFETCH=$prefetch "$BENCH" drain "$DSN" "$queue" "$c" "$N")
+  rate[pool100x1.$c]=$(field "$line" tasks_per_s)
+  row "$c" "WorkerPool, batch 100, prefetch $prefetch" "${rate[pool100x1.$c]}" "$(field "$line" seconds)"
+  result "worker.pool_b100x1.c$c" "${rate[pool100x1.$c]}"
+
+  # The default pool with its runners as fibers on STEPS_RUNNER_THREADS threads.
+  if [ "$STEPS_RUNNER_THREADS" -gt 0 ]; then
     spawn "$queue" "$N"
-    prefetch=$((100 - c))
-    [ "$prefetch" -ge 10 ] || prefetch=10
-    line=$(BENCH_POOL_BATCH=100 BENCH_POOL_PREFETCH=$prefetch BENCH_POOL_CLAIMERS=$claimers \
-      "$BENCH" drain "$DSN" "$queue" "$c" "$N")
-    rate[pool100x$claimers.$c]=$(field "$line" tasks_per_s)
-    row "$c" "WorkerPool, batch 100, prefetch $prefetch, $claimers claimer(s)" \
-      "${rate[pool100x$claimers.$c]}" "$(field "$line" seconds)"
-    result "worker.pool_b100x$claimers.c$c" "${rate[pool100x$claimers.$c]}"
-  done
+    line=$(BENCH_RUNNER_THREADS=$STEPS_RUNNER_THREADS "$BENCH" drain "$DSN" "$queue" "$c" "$N")
+    rate[poolf.$c]=$(field "$line" tasks_per_s)
+    row "$c" "WorkerPool, runners as fibers on $STEPS_RUNNER_THREADS threads" "${rate[poolf.$c]}" "$(field "$line" seconds)"
+    result "worker.pool_fibers.c$c" "${rate[poolf.$c]}"
+  fi
 
   for batch in 100 10; do
     raw_loop "$c" "$batch"
@@ -261,13 +267,13 @@ fi
 say ""
 say "ratios (targets: drain >= 0.8x raw batch 100; steps >= 0.3x raw batch 100; wake p50 < 2 ms, p99 < 8 ms)"
 for c in $CONCURRENCY; do
-  say "  drain c$c, batch 100: pool / raw b100 $(ratio "${rate[pool100x1.$c]}" "${rate[raw100.$c]}"), with 2 claimers $(ratio "${rate[pool100x2.$c]}" "${rate[raw100.$c]}")"
+  say "  drain c$c, batch 100: pool / raw b100 $(ratio "${rate[pool100x1.$c]}" "${rate[raw100.$c]}"), fibers $(ratio "${rate[poolf.$c]:-}" "${rate[raw100.$c]}")"
   say "  drain c$c: pool / raw b100 $(ratio "${rate[pool.$c]}" "${rate[raw100.$c]}"), pool / raw b10 $(ratio "${rate[pool.$c]}" "${rate[raw10.$c]}")$(
     [ "$EXTRA" = 1 ] && echo ", pool / SQL only $(ratio "${rate[pool.$c]}" "${rate[sql.$c]}"), pool / C++ raw loop $(ratio "${rate[pool.$c]}" "${rate[rawcpp.$c]}")")"
 done
 c0=${CONCURRENCY%% *}
 for c in $STEPS_CONCURRENCY; do
-  say "  steps c$c: pool / raw b100 (c$c0) $(ratio "${rate[steps.$c]}" "${rate[raw100.$c0]}")"
+  say "  steps c$c: pool / raw b100 (c$c0) $(ratio "${rate[steps.$c]}" "${rate[raw100.$c0]}"), fibers $(ratio "${rate[fsteps.$c]:-}" "${rate[raw100.$c0]}")"
 done
 say "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 say "(summary also in $OUT)"
