@@ -2,7 +2,8 @@
 // installed schema version before starting, then runs a Poller (claims up to
 // free capacity, concurrency + prefetch, into a local queue; woken by NOTIFY
 // docket_due, by a runner finishing, and by its poll interval), a fixed set of
-// `concurrency` runner threads taking claims from that queue, each run watched
+// `concurrency` runners taking claims from that queue (threads, or fibers on
+// runner_threads threads), each run watched
 // by a LeaseWatchdog, and a Flusher that group-commits the step checkpoints and
 // completions of all runners. PostgreSQL decides retries, poison and fencing;
 // the pool only carries the decisions out.
