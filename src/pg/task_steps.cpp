@@ -27,19 +27,16 @@ namespace docket::pg {
 
 namespace {
 
-// A step checkpoint is two statements. The first ($1..$4 the items (run_id,
-// token, step_name, value), $5 now, $6 the distinct run ids and $7 one token of
-// each) looks which items' steps are not stored yet (fresh), and refreshes the
-// claim of every run the items hold. It returns the held runs (run_id, token,
-// NULL, their event counter after the update) and the fresh items (run_id,
-// token, NULL, NULL, the item's number in $1..$4); the caller matches them.
-// Each held run's event counter advances by its fresh items (fresh_count, in
-// the order of $6), so the second statement can number their step_completed
-// events (task_steps.seq: up to the counter, in step name order; the step row
-// states the event, src/pg/events.cpp reads it from there).
-// Whether a step is stored is a correlated probe (pg/planning.hpp), not NOT
-// EXISTS: as an anti-join, a plan made while task_steps looked empty read the
-// whole table per call.
+// A step checkpoint looks which items' steps are stored already
+// (kept_values_statement: the rest are fresh), then refreshes the claim of
+// every run the items hold (held_statement: $1 now, $2 the distinct run ids,
+// $3 one token of each, $4 each one's fresh items of that token, counted in
+// C++), then stores the fresh steps of the held runs (insert_fresh). The
+// UPDATE returns the held runs (run_id, token, their event counter after the
+// update). Each held run's event counter advances by its fresh items, so the
+// insert can number their step_completed events (task_steps.seq: up to the
+// counter, in step name order; the step row states the event,
+// src/pg/events.cpp reads it from there).
 // A step renews its claim (claim_renewed_at, the key of runs_claimed, to the
 // new claimed_at) only once half its lease has passed since the last renewal:
 // steps of a short task leave every index key as it was (HOT updates), and a
@@ -51,41 +48,28 @@ namespace {
 // by the crashes between them, while one whose steps are only replayed (kept)
 // still is after max_claim_attempts claims.
 // The UPDATE locks the rows it refreshes as it reads them: a nested loop over
-// the distinct runs ($6, $7 and their fresh counts, joined by position rather
-// than looked up by array_position per row, which made a batch quadratic),
-// each by the primary key, in the arrays' order: run_id order (sorted in C++,
-// bytewise as the primary key), as complete_tasks, so two batches sharing
-// tasks lock them in the same order and cannot deadlock, without a separate
-// lock pass (a lock record per run). The misses are locked afterwards, again
-// together in run_id order. A held run stored progress when it has fresh
-// items (k.n > 0: those of its token, which the fence matched).
-// (Inserting in the same statement joined the fresh items to the held runs: a
-// nested loop over two CTEs, quadratic in the batch, 0.45 ms of a 50-item
-// call.)
-Statement steps_statement{
-    "WITH items AS (SELECT * FROM unnest($1, $2, $3, $4) WITH ORDINALITY"
-    " AS i (run_id, token, step_name, value, ord)),"
-    " fresh AS (SELECT i.* FROM items i WHERE (SELECT true FROM docket.task_steps s"
-    " WHERE s.run_id = i.run_id AND s.step_name = i.step_name) IS NULL),"
-    " fresh_count AS MATERIALIZED (SELECT array_agg(coalesce(g.n, 0) ORDER BY d.ord) AS n"
-    " FROM unnest($6, $7) WITH ORDINALITY AS d (run_id, token, ord)"
-    " LEFT JOIN (SELECT f.run_id, f.token, count(*) AS n FROM fresh f GROUP BY 1, 2) g"
-    " ON g.run_id = d.run_id AND g.token = d.token),"
-    " held AS (UPDATE docket.runs r SET claimed_at = greatest(r.claimed_at, $5),"
+// the distinct runs ($2, $3, $4, joined by position), each by the primary key,
+// in the arrays' order: run_id order (sorted in C++, bytewise as the primary
+// key), as complete_tasks, so two batches sharing tasks lock them in the same
+// order and cannot deadlock, without a separate lock pass (a lock record per
+// run). The misses are locked afterwards, again together in run_id order.
+// (The look and the per-run counts were CTEs of this statement until the
+// fifteenth session: under the nested-loop planning the lock order needs, the
+// count's join of the runs to the fresh items was a nested loop too, quadratic
+// in the batch: half a millisecond of a 100-item call.)
+Statement held_statement{
+    "UPDATE docket.runs r SET claimed_at = greatest(r.claimed_at, $1),"
     " claim_renewed_at = CASE WHEN r.claim_renewed_at"
-    " < $5 - coalesce(r.lease_ms, 30000) * interval '0.5 millisecond'"
-    " THEN greatest(r.claimed_at, $5) ELSE r.claim_renewed_at END,"
+    " < $1 - coalesce(r.lease_ms, 30000) * interval '0.5 millisecond'"
+    " THEN greatest(r.claimed_at, $1) ELSE r.claim_renewed_at END,"
     " claim_attempts = CASE WHEN k.n > 0 THEN 0 ELSE r.claim_attempts END,"
     " event_seq = r.event_seq + k.n"
-    " FROM unnest($6::text[], $7::uuid[], (SELECT c.n FROM fresh_count c)) AS k (run_id, token, n)"
+    " FROM unnest($2::text[], $3::uuid[], $4::bigint[]) AS k (run_id, token, n)"
     " WHERE r.run_id = k.run_id AND r.claim_token = k.token"
-    " AND r.graph_hash = 'task' AND (r.deadline_at IS NULL OR r.deadline_at > $5)"
-    " RETURNING r.run_id, r.claim_token, r.event_seq)"
-    " SELECT h.run_id, h.claim_token, h.event_seq, NULL::bigint FROM held h"
-    " UNION ALL SELECT f.run_id, f.token, NULL::bigint, f.ord FROM fresh f",
-    7,
-    {TEXTARRAYOID, UUIDARRAYOID, TEXTARRAYOID, JSONBARRAYOID, TIMESTAMPTZOID, TEXTARRAYOID,
-     UUIDARRAYOID},
+    " AND r.graph_hash = 'task' AND (r.deadline_at IS NULL OR r.deadline_at > $1)"
+    " RETURNING r.run_id, r.claim_token, r.event_seq",
+    4,
+    {TIMESTAMPTZOID, TEXTARRAYOID, UUIDARRAYOID, INT8ARRAYOID},
     nullptr,
     true};  // nested_loops: the lock order
 
@@ -109,9 +93,11 @@ Statement steps_insert_statement{
     nullptr};
 
 // The stored steps among ($1 run ids, $2 step names), with their values: the
-// fresh items' probe under the locks (insert_fresh), and the values of kept
-// steps, read after the insert, so a step another transaction committed
-// meanwhile is found too. One probe per step (pg/planning.hpp).
+// first look (store_steps: the others are fresh), the fresh items' probe under
+// the locks (insert_fresh), and the values of kept steps, read after the
+// insert, so a step another transaction committed meanwhile is found too. One
+// probe per step (pg/planning.hpp), not an anti-join: a plan made while
+// task_steps looked empty would read the whole table per call.
 Statement kept_values_statement{
     "SELECT k.run_id, k.step_name, s.value FROM unnest($1, $2) AS k (run_id, step_name)"
     " CROSS JOIN LATERAL (SELECT s.value FROM docket.task_steps s"
@@ -149,10 +135,10 @@ struct StepResult {
 // Stores the fresh items of held runs (`insert`: indexes into `items`), each
 // run's numbered from base[run] + 1 in step name order (the database's
 // collation, as steps_insert_statement's ORDER BY), and records in `inserted`
-// what went in. The run rows locked by steps_statement keep every other
+// what went in. The run rows locked by held_statement keep every other
 // writer of these runs' steps out until this transaction ends, so a probe
 // under a new snapshot is exact: it finds what another call of the same claim
-// committed before the lock was granted (after steps_statement's snapshot),
+// committed before the lock was granted (after the first look's snapshot),
 // which is kept, and the rest go in with bulk_insert: a heap record per page,
 // and none of ON CONFLICT's speculative insertion (a pre-check descent and a
 // confirm record per step). A table that needs a statement (bulk_insert.hpp)
@@ -237,52 +223,66 @@ void insert_fresh(const std::vector<StepItem>& items, const std::vector<int>& in
   }
 }
 
-// Runs steps_statement, then stores the fresh steps (insert_fresh), for `items`;
-// results in the same order.
-// Values live in SPI memory until spi_finish.
+// Looks for stored steps, refreshes the held runs (held_statement), then
+// stores the fresh steps (insert_fresh), for `items`; results in the same
+// order. Values live in SPI memory until spi_finish.
 std::vector<StepResult> store_steps(const std::vector<StepItem>& items, Micros now) {
   const int n = static_cast<int>(items.size());
-  std::vector<Datum> ids(n), tokens(n), names(n), values(n);
+  std::vector<Datum> ids(n), names(n);
+  std::vector<std::string> id_text(n);
   std::vector<std::pair<std::string, std::size_t>> runs;  // distinct, first item
   std::unordered_map<std::string, std::size_t> seen;
   for (int i = 0; i < n; ++i) {
     ids[i] = items[i].run_id;
-    tokens[i] = items[i].token;
     names[i] = items[i].step_name;
-    values[i] = items[i].value;
-    std::string id = text_value(items[i].run_id);
-    if (seen.emplace(id, i).second) runs.emplace_back(std::move(id), i);
+    id_text[i] = text_value(items[i].run_id);
+    if (seen.emplace(id_text[i], i).second) runs.emplace_back(id_text[i], i);
   }
-  // The lock order (see steps_statement).
+  bool* no_nulls = nullptr;
+  // The look: which steps are stored (the others are fresh).
+  std::set<std::pair<std::string, std::string>> stored_before;
+  {
+    const Datum key[2] = {make_array(ids.data(), no_nulls, n, TEXTOID),
+                          make_array(names.data(), no_nulls, n, TEXTOID)};
+    spi_prepare_generic(kept_values_statement);
+    const std::uint64_t found = spi_execute(kept_values_statement, key, nullptr);
+    for (std::uint64_t row = 0; row < found; ++row) {
+      bool isnull = false;
+      std::string id = text_value(spi_value(row, 1, &isnull));
+      stored_before.emplace(std::move(id), text_value(spi_value(row, 2, &isnull)));
+    }
+  }
+  std::vector<std::pair<std::string, int>> fresh;  // run id, item
+  for (int i = 0; i < n; ++i)
+    if (stored_before.empty() ||
+        stored_before.count({id_text[i], text_value(items[i].step_name)}) == 0)
+      fresh.emplace_back(id_text[i], i);
+  // The lock order (see held_statement), and each run's fresh items of the
+  // token it is refreshed with (its first item's).
   std::sort(runs.begin(), runs.end());
-  std::vector<Datum> run_ids, run_tokens;
+  std::unordered_map<std::string, std::int64_t> fresh_of;
+  for (const auto& [id, i] : fresh)
+    if (token_value(items[i].token) == token_value(items[seen.at(id)].token)) ++fresh_of[id];
+  std::vector<Datum> run_ids, run_tokens, run_fresh;
   for (const auto& [id, i] : runs) {
     run_ids.push_back(items[i].run_id);
     run_tokens.push_back(items[i].token);
+    const auto f = fresh_of.find(id);
+    run_fresh.push_back(Int64GetDatum(f == fresh_of.end() ? 0 : f->second));
   }
-  bool* no_nulls = nullptr;
-  const Datum params[7] = {
-      make_array(ids.data(), no_nulls, n, TEXTOID),
-      make_array(tokens.data(), no_nulls, n, UUIDOID),
-      make_array(names.data(), no_nulls, n, TEXTOID),
-      make_array(values.data(), no_nulls, n, JSONBOID),
-      TimestampTzGetDatum(now),
-      make_array(run_ids.data(), no_nulls, static_cast<int>(run_ids.size()), TEXTOID),
-      make_array(run_tokens.data(), no_nulls, static_cast<int>(run_tokens.size()), UUIDOID)};
-  spi_prepare_generic(steps_statement);
-  const std::uint64_t rows = spi_execute(steps_statement, params, nullptr);
+  const int m = static_cast<int>(runs.size());
+  const Datum params[4] = {TimestampTzGetDatum(now),
+                           make_array(run_ids.data(), no_nulls, m, TEXTOID),
+                           make_array(run_tokens.data(), no_nulls, m, UUIDOID),
+                           make_array(run_fresh.data(), no_nulls, m, INT8OID)};
+  spi_prepare_generic(held_statement);
+  const std::uint64_t rows = spi_execute(held_statement, params, nullptr);
   std::unordered_map<std::string, std::pair<Token, std::int64_t>> held;  // run id -> token, seq
-  std::vector<std::pair<std::string, int>> fresh;                        // run id, item
   for (std::uint64_t row = 0; row < rows; ++row) {
     bool isnull = false;
     std::string id = text_value(spi_value(row, 1, &isnull));
-    const Datum item = spi_value(row, 4, &isnull);
-    if (isnull) {
-      const Token token = token_value(spi_value(row, 2, &isnull));
-      held.emplace(std::move(id), std::make_pair(token, DatumGetInt64(spi_value(row, 3, &isnull))));
-    } else {
-      fresh.emplace_back(std::move(id), static_cast<int>(DatumGetInt64(item)) - 1);
-    }
+    const Token token = token_value(spi_value(row, 2, &isnull));
+    held.emplace(std::move(id), std::make_pair(token, DatumGetInt64(spi_value(row, 3, &isnull))));
   }
   // The fresh items of held runs (the run's own token), and each run's number
   // before its first fresh step: its counter less its fresh steps.

@@ -7,7 +7,7 @@
 --     (pg_stat_get_xact_blocks_fetched), which must stay a handful while the
 --     tables span hundreds of pages, whatever statements the functions use.
 BEGIN;
-SELECT plan(55);
+SELECT plan(57);
 
 -------------------------------------------------------------------------------
 -- Helpers
@@ -234,42 +234,45 @@ SELECT is(pg_temp.indexes($$EXECUTE tap_complete('{r20001}', ARRAY[gen_random_uu
 SELECT is(pg_temp.seqscans($$EXECUTE tap_complete('{r20001}', ARRAY[gen_random_uuid()], '{1}', '2040-03-01Z',
                                                  'completed', 'run_completed')$$), '', 'no sequential scan');
 
--- complete_steps / complete_step: the fenced refresh (and the claim-attempt reset of
--- a run storing a new step) with the look for stored steps, then the insert of the
--- new ones (src/pg/task_steps.cpp)
-PREPARE tap_steps_batch(text[], uuid[], text[], jsonb[], timestamptz, text[], uuid[]) AS
-  WITH items AS (SELECT * FROM unnest($1, $2, $3, $4) WITH ORDINALITY AS i (run_id, token, step_name, value, ord)),
-       fresh AS (SELECT i.* FROM items i
-                  WHERE (SELECT true FROM docket.task_steps s
-                          WHERE s.run_id = i.run_id AND s.step_name = i.step_name) IS NULL),
-       fresh_count AS MATERIALIZED (SELECT array_agg(coalesce(g.n, 0) ORDER BY d.ord) AS n
-                                      FROM unnest($6, $7) WITH ORDINALITY AS d (run_id, token, ord)
-                                      LEFT JOIN (SELECT f.run_id, f.token, count(*) AS n FROM fresh f GROUP BY 1, 2) g
-                                        ON g.run_id = d.run_id AND g.token = d.token),
-       held AS (UPDATE docket.runs r SET claimed_at = greatest(r.claimed_at, $5),
-                  claim_renewed_at = CASE WHEN r.claim_renewed_at < $5 - coalesce(r.lease_ms, 30000) * interval '0.5 millisecond'
-                                          THEN greatest(r.claimed_at, $5) ELSE r.claim_renewed_at END,
-                  claim_attempts = CASE WHEN k.n > 0 THEN 0 ELSE r.claim_attempts END,
-                  event_seq = r.event_seq + k.n
-                 FROM unnest($6::text[], $7::uuid[], (SELECT c.n FROM fresh_count c)) AS k (run_id, token, n)
-                 WHERE r.run_id = k.run_id AND r.claim_token = k.token
-                   AND r.graph_hash = 'task' AND (r.deadline_at IS NULL OR r.deadline_at > $5)
-                RETURNING r.run_id, r.claim_token, r.event_seq)
-  SELECT h.run_id, h.claim_token, h.event_seq, NULL::bigint FROM held h
-  UNION ALL SELECT f.run_id, f.token, NULL::bigint, f.ord FROM fresh f;
-SELECT is(pg_temp.indexes($$EXECUTE tap_steps_batch('{r20001}', ARRAY[gen_random_uuid()], '{s}', '{1}', '2040-03-01Z',
-                                                  '{r20001}', ARRAY[gen_random_uuid()])$$), 'runs_pkey,task_steps_pkey',
-  'complete_steps (generic plan): runs and steps by primary key');
-SELECT is(pg_temp.seqscans($$EXECUTE tap_steps_batch('{r20001}', ARRAY[gen_random_uuid()], '{s}', '{1}', '2040-03-01Z',
-                                                   '{r20001}', ARRAY[gen_random_uuid()])$$), '', 'no sequential scan');
-SELECT is(pg_temp.index_cond($$EXECUTE tap_steps_batch('{r20001}', ARRAY[gen_random_uuid()], '{s}', '{1}',
-            '2040-03-01Z', '{r20001}', ARRAY[gen_random_uuid()])$$, 'runs_pkey'), '(run_id = (k.run_id)::text)',
-  'complete_steps: the refresh reads (and locks) each held run by primary key, in the order of $6 (run_id order)');
-SELECT ok(NOT EXISTS (SELECT 1 FROM pg_temp.nodes($$EXECUTE tap_steps_batch('{r20001}', ARRAY[gen_random_uuid()], '{s}',
-            '{1}', '2040-03-01Z', '{r20001}', ARRAY[gen_random_uuid()])$$) n
-                       WHERE n ->> 'Node Type' IN ('Hash Join', 'Merge Join', 'Sort')
-                         AND n::text LIKE '%runs_pkey%'),
-  'complete_steps: the held runs are a nested loop over the arrays (no hash or merge join, no sort)');
+-- complete_steps / complete_step: the look for stored steps, the fenced refresh
+-- (and the claim-attempt reset of a run storing a new step), then the insert of
+-- the new ones (src/pg/task_steps.cpp)
+PREPARE tap_steps_look(text[], text[]) AS
+  SELECT k.run_id, k.step_name, s.value FROM unnest($1, $2) AS k (run_id, step_name)
+   CROSS JOIN LATERAL (SELECT s.value FROM docket.task_steps s
+                        WHERE s.run_id = k.run_id AND s.step_name = k.step_name LIMIT 1) s;
+SELECT is(pg_temp.indexes($$EXECUTE tap_steps_look('{r20001,r20002}', '{s,t}')$$), 'task_steps_pkey',
+  'complete_steps'' look (generic plan): one probe of task_steps_pkey per step');
+SELECT is(pg_temp.seqscans($$EXECUTE tap_steps_look('{r20001,r20002}', '{s,t}')$$), '', 'no sequential scan');
+PREPARE tap_steps_held(timestamptz, text[], uuid[], bigint[]) AS
+  UPDATE docket.runs r SET claimed_at = greatest(r.claimed_at, $1),
+         claim_renewed_at = CASE WHEN r.claim_renewed_at < $1 - coalesce(r.lease_ms, 30000) * interval '0.5 millisecond'
+                                 THEN greatest(r.claimed_at, $1) ELSE r.claim_renewed_at END,
+         claim_attempts = CASE WHEN k.n > 0 THEN 0 ELSE r.claim_attempts END,
+         event_seq = r.event_seq + k.n
+    FROM unnest($2::text[], $3::uuid[], $4::bigint[]) AS k (run_id, token, n)
+   WHERE r.run_id = k.run_id AND r.claim_token = k.token
+     AND r.graph_hash = 'task' AND (r.deadline_at IS NULL OR r.deadline_at > $1)
+  RETURNING r.run_id, r.claim_token, r.event_seq;
+SET enable_hashjoin = off;  -- held_statement is planned with nested loops only (pg/planning.hpp)
+SET enable_mergejoin = off;
+CREATE TEMP TABLE tap_steps_plan AS
+  SELECT n FROM pg_temp.nodes($$EXECUTE tap_steps_held('2040-03-01Z', '{r20001,r20002}',
+                                                       ARRAY[gen_random_uuid(), gen_random_uuid()], '{1,0}')$$) n;
+RESET enable_hashjoin;
+RESET enable_mergejoin;
+SELECT is((SELECT string_agg(DISTINCT n ->> 'Index Name', ',') FROM tap_steps_plan), 'runs_pkey',
+  'complete_steps'' refresh (generic plan): runs by primary key only');
+SELECT is((SELECT array_agg(n ->> 'Index Cond') FROM tap_steps_plan WHERE n ->> 'Index Name' = 'runs_pkey'),
+  '{"(run_id = (k.run_id)::text)"}'::text[],
+  'complete_steps: the refresh reads (and locks) each held run by primary key, in the arrays'' order (run_id order)');
+SELECT is((SELECT array_agg(n ->> 'Node Type') FROM tap_steps_plan
+            WHERE n ->> 'Node Type' IN ('Nested Loop', 'Function Scan', 'Index Scan')),
+  '{"Nested Loop","Function Scan","Index Scan"}'::text[],
+  'complete_steps: one nested loop over the arrays, in their order (the lock order), and no other join');
+SELECT ok(NOT EXISTS (SELECT 1 FROM tap_steps_plan
+                       WHERE n ->> 'Node Type' IN ('Seq Scan', 'Sort', 'Hash Join', 'Merge Join', 'Materialize')),
+  'complete_steps: no sequential scan, sort, materialization or other join');
 PREPARE tap_steps_insert(text[], text[], jsonb[], bigint[], timestamptz) AS
   INSERT INTO docket.task_steps AS s (run_id, step_name, value, completed_at, seq)
   SELECT u.run_id, u.step_name, u.value, $5, u.base + row_number() OVER (PARTITION BY u.run_id ORDER BY u.step_name)
@@ -421,7 +424,8 @@ DEALLOCATE tap_finished;
 DEALLOCATE tap_events;
 DEALLOCATE tap_leases;
 DEALLOCATE tap_complete;
-DEALLOCATE tap_steps_batch;
+DEALLOCATE tap_steps_look;
+DEALLOCATE tap_steps_held;
 DEALLOCATE tap_release;
 
 SELECT * FROM finish();
