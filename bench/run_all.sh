@@ -90,7 +90,7 @@ for c in ${BENCH_CONCURRENCY:-10 50}; do
   if [ "$c" = 10 ]; then before="0.08 (890 / 11,358)"; else before=""; fi
   rrow "worker drain c$c, tasks/s / raw b10 jobs/s" worker.pool.c$c worker.raw_b10.c$c "" "$before"
 done
-for c in ${STEPS_CONCURRENCY:-$c_first 200}; do
+for c in ${STEPS_CONCURRENCY:-$c_first 200 400}; do
   rrow "3-step tasks c$c, tasks/s / raw b100 (c$c_first) jobs/s" worker.steps.c$c worker.raw_b100.c$c_first ">= 0.3" ""
   rrow "3-step tasks c$c, fibers on ${STEPS_RUNNER_THREADS:-2} threads / raw b100" worker.steps_fibers.c$c worker.raw_b100.c$c_first ">= 0.3" ""
 done

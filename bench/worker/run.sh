@@ -11,7 +11,7 @@
 #      commits) over as many jobs with as many pgbench clients, at batch 100 and 10.
 #   b) steps: STEPS_TASKS tasks of STEPS checkpointed steps each (bench_worker
 #      drain-steps) at each concurrency of STEPS_CONCURRENCY (default: the first
-#      of BENCH_CONCURRENCY, and 200), against the raw loop at batch 100 of a) at
+#      of BENCH_CONCURRENCY, 200 and 400), against the raw loop at batch 100 of a) at
 #      the first concurrency of BENCH_CONCURRENCY; then the same with the runners
 #      as fibers (WorkerPoolOptions::runner_threads = STEPS_RUNNER_THREADS).
 #   c) wake-to-start latency with the default pool settings (bench_worker wake):
@@ -22,7 +22,7 @@
 #      concurrency, and the latency mode with explicit settings (NOTIFY on with
 #      docket.notify_interval_ms 0 and default, NOTIFY off).
 # Knobs (environment): BENCH_PORT (54352), BENCH_TASKS (100000), BENCH_CONCURRENCY
-# ("10 50"), STEPS_TASKS (20000), STEPS (3), STEPS_CONCURRENCY ("10 200"),
+# ("10 50"), STEPS_TASKS (20000), STEPS (3), STEPS_CONCURRENCY ("10 200 400"),
 # STEPS_POOL_BATCH (drain-steps' claim batch; default the pool's),
 # STEPS_RUNNER_THREADS (2: a drain and each steps drain again with
 # runner_threads = 2, the runners as fibers on two threads; 0: not),
@@ -43,7 +43,7 @@ N=${BENCH_TASKS:-100000}
 CONCURRENCY=${BENCH_CONCURRENCY:-"10 50"}
 STEPS_TASKS=${STEPS_TASKS:-20000}
 STEPS=${STEPS:-3}
-STEPS_CONCURRENCY=${STEPS_CONCURRENCY:-"${CONCURRENCY%% *} 200"}
+STEPS_CONCURRENCY=${STEPS_CONCURRENCY:-"${CONCURRENCY%% *} 200 400"}
 STEPS_RUNNER_THREADS=${STEPS_RUNNER_THREADS:-2}
 WAKE_COUNT=${WAKE_COUNT:-300}
 WAKE_INTERVAL_MS=${WAKE_INTERVAL_MS:-10}
