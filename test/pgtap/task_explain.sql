@@ -7,7 +7,7 @@
 --     (pg_stat_get_xact_blocks_fetched), which must stay a handful while the
 --     tables span hundreds of pages, whatever statements the functions use.
 BEGIN;
-SELECT plan(57);
+SELECT plan(51);
 
 -------------------------------------------------------------------------------
 -- Helpers
@@ -32,6 +32,19 @@ CREATE FUNCTION pg_temp.seqscans(q text) RETURNS text LANGUAGE sql AS $$
 -- The index conditions of q's plan on index `idx`.
 CREATE FUNCTION pg_temp.index_cond(q text, idx text) RETURNS text LANGUAGE sql AS $$
   SELECT string_agg(n ->> 'Index Cond', ' | ') FROM pg_temp.nodes(q) n WHERE n ->> 'Index Name' = idx $$;
+-- A batch UPDATE's plan in one line: the indexes it reads with their
+-- conditions, its loop nodes in plan order, and any sequential scan, sort,
+-- materialization, hash or merge join (expected: none; a nested loop over the
+-- arrays, in their order, which is the lock order, each row by primary key).
+CREATE FUNCTION pg_temp.batch_plan(q text) RETURNS text LANGUAGE sql AS $$
+  SELECT format('indexes: %s (%s); loop: %s; others: %s',
+                string_agg(DISTINCT n ->> 'Index Name', ','), string_agg(n ->> 'Index Cond', ' | '),
+                string_agg(n ->> 'Node Type', ',')
+                  FILTER (WHERE n ->> 'Node Type' IN ('Nested Loop', 'Function Scan', 'Index Scan')),
+                coalesce(string_agg(n ->> 'Node Type', ',')
+                  FILTER (WHERE n ->> 'Node Type' IN ('Seq Scan', 'Sort', 'Materialize', 'Hash Join', 'Merge Join')),
+                  'none'))
+    FROM pg_temp.nodes(q) n $$;
 
 -- Buffers of a table and its indexes fetched so far in this transaction.
 CREATE FUNCTION pg_temp.blocks(tbl regclass) RETURNS bigint LANGUAGE sql AS $$
@@ -211,21 +224,10 @@ PREPARE tap_complete(text[], uuid[], jsonb[], timestamptz, text, text) AS
    WHERE r.run_id = i.id AND r.claim_token = i.token
      AND r.graph_hash = 'task' AND (r.deadline_at IS NULL OR r.deadline_at > $4)
   RETURNING r.run_id, r.event_seq, r.completed_seq;
-CREATE TEMP TABLE tap_complete_plan AS
-  SELECT n FROM pg_temp.nodes($$EXECUTE tap_complete('{r20001,r20002}', ARRAY[gen_random_uuid(), gen_random_uuid()],
-                                                   '{1,2}', '2040-03-01Z', 'completed', 'run_completed')$$) n;
-SELECT is((SELECT string_agg(DISTINCT n ->> 'Index Name', ',') FROM tap_complete_plan), 'runs_pkey',
-  'complete_tasks (generic plan): runs by primary key only');
-SELECT is((SELECT array_agg(n ->> 'Index Cond') FROM tap_complete_plan WHERE n ->> 'Index Name' = 'runs_pkey'),
-  '{"(run_id = (i.id)::text)"}'::text[],
-  'complete_tasks: each element''s run by its id');
-SELECT is((SELECT array_agg(n ->> 'Node Type') FROM tap_complete_plan
-            WHERE n ->> 'Node Type' IN ('Nested Loop', 'Function Scan', 'Index Scan')),
-  '{"Nested Loop","Function Scan","Index Scan"}'::text[],
-  'complete_tasks: a nested loop over the arrays, in their order (the lock order)');
-SELECT ok(NOT EXISTS (SELECT 1 FROM tap_complete_plan
-                       WHERE n ->> 'Node Type' IN ('Seq Scan', 'Sort', 'Hash Join', 'Merge Join')),
-  'complete_tasks: no sequential scan, sort or other join');
+SELECT is(pg_temp.batch_plan($$EXECUTE tap_complete('{r20001,r20002}', ARRAY[gen_random_uuid(), gen_random_uuid()],
+                                                     '{1,2}', '2040-03-01Z', 'completed', 'run_completed')$$),
+  'indexes: runs_pkey ((run_id = (i.id)::text)); loop: Nested Loop,Function Scan,Index Scan; others: none',
+  'complete_tasks (generic plan): a nested loop over the arrays, in their order (the lock order), each run by primary key');
 
 -- complete_task (one run): the same statement with one-element arrays
 SELECT is(pg_temp.indexes($$EXECUTE tap_complete('{r20001}', ARRAY[gen_random_uuid()], '{1}', '2040-03-01Z',
@@ -256,23 +258,12 @@ PREPARE tap_steps_held(timestamptz, text[], uuid[], bigint[]) AS
   RETURNING r.run_id, r.claim_token, r.event_seq;
 SET enable_hashjoin = off;  -- held_statement is planned with nested loops only (pg/planning.hpp)
 SET enable_mergejoin = off;
-CREATE TEMP TABLE tap_steps_plan AS
-  SELECT n FROM pg_temp.nodes($$EXECUTE tap_steps_held('2040-03-01Z', '{r20001,r20002}',
-                                                       ARRAY[gen_random_uuid(), gen_random_uuid()], '{1,0}')$$) n;
+SELECT is(pg_temp.batch_plan($$EXECUTE tap_steps_held('2040-03-01Z', '{r20001,r20002}',
+                                                       ARRAY[gen_random_uuid(), gen_random_uuid()], '{1,0}')$$),
+  'indexes: runs_pkey ((run_id = (k.run_id)::text)); loop: Nested Loop,Function Scan,Index Scan; others: none',
+  'complete_steps'' refresh (generic plan): a nested loop over the arrays, in their order (run_id order), each run by primary key');
 RESET enable_hashjoin;
 RESET enable_mergejoin;
-SELECT is((SELECT string_agg(DISTINCT n ->> 'Index Name', ',') FROM tap_steps_plan), 'runs_pkey',
-  'complete_steps'' refresh (generic plan): runs by primary key only');
-SELECT is((SELECT array_agg(n ->> 'Index Cond') FROM tap_steps_plan WHERE n ->> 'Index Name' = 'runs_pkey'),
-  '{"(run_id = (k.run_id)::text)"}'::text[],
-  'complete_steps: the refresh reads (and locks) each held run by primary key, in the arrays'' order (run_id order)');
-SELECT is((SELECT array_agg(n ->> 'Node Type') FROM tap_steps_plan
-            WHERE n ->> 'Node Type' IN ('Nested Loop', 'Function Scan', 'Index Scan')),
-  '{"Nested Loop","Function Scan","Index Scan"}'::text[],
-  'complete_steps: one nested loop over the arrays, in their order (the lock order), and no other join');
-SELECT ok(NOT EXISTS (SELECT 1 FROM tap_steps_plan
-                       WHERE n ->> 'Node Type' IN ('Seq Scan', 'Sort', 'Hash Join', 'Merge Join', 'Materialize')),
-  'complete_steps: no sequential scan, sort, materialization or other join');
 PREPARE tap_steps_insert(text[], text[], jsonb[], bigint[], timestamptz) AS
   INSERT INTO docket.task_steps AS s (run_id, step_name, value, completed_at, seq)
   SELECT u.run_id, u.step_name, u.value, $5, u.base + row_number() OVER (PARTITION BY u.run_id ORDER BY u.step_name)
