@@ -4,6 +4,8 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <new>
 #include <utility>
@@ -242,7 +244,7 @@ void Carrier::run() noexcept {
 }
 
 void wait_for(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
-              std::deque<Fiber*>& parked, const std::function<bool()>& done) {
+              std::vector<Fiber*>& parked, const std::function<bool()>& done) {
   Fiber* const self = Fiber::current();
   if (self == nullptr) {
     cv.wait(lock, done);
@@ -254,23 +256,16 @@ void wait_for(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
     self->park();
     lock.lock();
     // Woken (and removed) by wake_parked, or by an earlier wake() than this
-    // wait's (a permit): then it is still queued.
-    for (auto it = parked.begin(); it != parked.end(); ++it) {
-      if (*it != self) continue;
-      parked.erase(it);
-      break;
-    }
+    // wait's (a permit): then it is still listed.
+    const auto it = std::find(parked.begin(), parked.end(), self);
+    if (it != parked.end()) parked.erase(it);
   }
 }
 
-void wake_parked(std::deque<Fiber*>& parked, std::size_t n) noexcept {
-  std::size_t woken = 0;
-  while (!parked.empty() && (n == 0 || woken < n)) {
-    Fiber* fiber = parked.front();
-    parked.pop_front();
-    fiber->wake();
-    ++woken;
-  }
+void wake_parked(std::vector<Fiber*>& parked, std::size_t n) noexcept {
+  const std::size_t woken = n == 0 ? parked.size() : std::min(n, parked.size());
+  for (std::size_t i = 0; i < woken; ++i) parked[i]->wake();
+  parked.erase(parked.begin(), parked.begin() + static_cast<std::ptrdiff_t>(woken));
 }
 
 }  // namespace docket::detail

@@ -23,6 +23,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 namespace docket::detail {
 
@@ -98,9 +99,9 @@ class Carrier {
 // `parked` (guarded by the same mutex), and the notifier wakes what it finds
 // there (wake_parked).
 void wait_for(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
-              std::deque<Fiber*>& parked, const std::function<bool()>& done);
+              std::vector<Fiber*>& parked, const std::function<bool()>& done);
 // Wakes (and removes) up to `n` fibers of `parked` (mutex held): every one
 // for n = 0.
-void wake_parked(std::deque<Fiber*>& parked, std::size_t n = 0) noexcept;
+void wake_parked(std::vector<Fiber*>& parked, std::size_t n = 0) noexcept;
 
 }  // namespace docket::detail

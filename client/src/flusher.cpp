@@ -25,7 +25,7 @@ struct Flusher::Item {
   std::mutex decided_mutex;
   bool done = false;
   std::condition_variable decided;  // the waiting submitter: `done` was set
-  std::deque<Fiber*> parked;        // the same, when it is a fiber
+  std::vector<Fiber*> parked;       // the same, when it is a fiber (no allocation until then)
   std::string outcome;
   Json stored;
   std::exception_ptr error;

@@ -206,7 +206,7 @@ class LocalQueue {
  private:
   mutable std::mutex mutex_;
   std::condition_variable ready_;
-  std::deque<Fiber*> parked_;  // runner fibers waiting in pop()
+  std::vector<Fiber*> parked_;  // runner fibers waiting in pop()
   std::deque<QueuedClaim> claims_;
   std::atomic<std::size_t> count_{0};  // claims_.size(), written under mutex_
   bool closed_ = false;

@@ -7,7 +7,6 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
-#include <deque>
 #include <exception>
 #include <mutex>
 #include <stdexcept>
@@ -59,7 +58,7 @@ TEST(Fiber, AWakeFromAnotherThreadResumesAParkedFiberOnItsOwnThread) {
   Carrier carrier(kStack);
   std::mutex mutex;
   std::condition_variable cv;
-  std::deque<Fiber*> parked;
+  std::vector<Fiber*> parked;
   bool ready = false;
   int waited = 0;
   std::thread::id ran_on[2];
@@ -98,7 +97,7 @@ TEST(Fiber, AWakeFromAnotherThreadResumesAParkedFiberOnItsOwnThread) {
 TEST(Fiber, WaitForOnAThreadWaitsOnTheConditionVariable) {
   std::mutex mutex;
   std::condition_variable cv;
-  std::deque<Fiber*> parked;
+  std::vector<Fiber*> parked;
   bool ready = false;
   std::thread waiter([&] {
     std::unique_lock<std::mutex> lock(mutex);
@@ -118,7 +117,7 @@ TEST(Fiber, WakeParkedWakesAtMostTheCountAskedInTheOrderTheyParked) {
   Carrier carrier(kStack);
   std::mutex mutex;
   std::condition_variable cv;
-  std::deque<Fiber*> parked;
+  std::vector<Fiber*> parked;
   int tickets = 0;
   std::vector<int> served;
   for (int i = 0; i < 3; ++i) {
@@ -210,13 +209,13 @@ TEST(Fiber, ManyFibersPingPongThroughAQueue) {
   Carrier b(kStack);
   std::mutex mutex;
   std::condition_variable cv;
-  std::deque<Fiber*> parked_a;
-  std::deque<Fiber*> parked_b;
+  std::vector<Fiber*> parked_a;
+  std::vector<Fiber*> parked_b;
   int tokens_a = 0;
   int tokens_b = 0;
   std::atomic<int> finished{0};
-  auto body = [&](int& mine, std::deque<Fiber*>& my_parked, int& theirs,
-                  std::deque<Fiber*>& their_parked, bool starts) {
+  auto body = [&](int& mine, std::vector<Fiber*>& my_parked, int& theirs,
+                  std::vector<Fiber*>& their_parked, bool starts) {
     for (int r = 0; r < kRounds; ++r) {
       std::unique_lock<std::mutex> lock(mutex);
       if (!starts || r > 0) {
