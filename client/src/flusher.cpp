@@ -151,10 +151,9 @@ void Flusher::submit(const ItemPtr& item, bool wait) {
   if (!takeable(*item)) ++blocked_;
   if (wait) ++waiting_queued_;
   // Wake the flush threads only when this item can change their decision: the
-  // first item that can go, a full batch, or the last producer's item.
-  // (A thread holding completions back for want of a waited item wakes for the
-  // first one; the others only for a full batch or the last producer's item:
-  // waking it for each would cost two thread switches per item.)
+  // first item that can go, a full batch, the last producer's item, or a
+  // waited item while a thread holds completions back for want of one (not
+  // every waited item: each wake-up costs two thread switches).
   const std::size_t ready = count_takeable();
   if (ready == 1 || ready >= options_.max_batch ||
       (wait && holding_completions_ > 0 && takeable(*item)) ||

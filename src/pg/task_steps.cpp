@@ -132,6 +132,23 @@ struct StepResult {
   Datum value = Datum(0);
 };
 
+// The (run id, step name) pairs among `ids` and `names` (n each) that are
+// stored now (kept_values_statement, under a new snapshot).
+std::set<std::pair<std::string, std::string>> stored_steps(Datum* ids, Datum* names, int n) {
+  bool* no_nulls = nullptr;
+  const Datum key[2] = {make_array(ids, no_nulls, n, TEXTOID),
+                        make_array(names, no_nulls, n, TEXTOID)};
+  spi_prepare_generic(kept_values_statement);
+  const std::uint64_t found = spi_execute(kept_values_statement, key, nullptr);
+  std::set<std::pair<std::string, std::string>> out;
+  for (std::uint64_t row = 0; row < found; ++row) {
+    bool isnull = false;
+    std::string id = text_value(spi_value(row, 1, &isnull));
+    out.emplace(std::move(id), text_value(spi_value(row, 2, &isnull)));
+  }
+  return out;
+}
+
 // Stores the fresh items of held runs (`insert`: indexes into `items`), each
 // run's numbered from base[run] + 1 in step name order (the database's
 // collation, as steps_insert_statement's ORDER BY), and records in `inserted`
@@ -172,17 +189,8 @@ void insert_fresh(const std::vector<StepItem>& items, const std::vector<int>& in
     in_values[j] = item.value;
     in_seq[j] = Int64GetDatum(++next);
   }
-  bool* no_nulls = nullptr;
-  const Datum key[2] = {make_array(in_ids.data(), no_nulls, k, TEXTOID),
-                        make_array(in_names.data(), no_nulls, k, TEXTOID)};
-  spi_prepare_generic(kept_values_statement);
-  const std::uint64_t found = spi_execute(kept_values_statement, key, nullptr);
-  std::set<std::pair<std::string, std::string>> taken;
-  for (std::uint64_t row = 0; row < found; ++row) {
-    bool isnull = false;
-    std::string id = text_value(spi_value(row, 1, &isnull));
-    taken.emplace(std::move(id), text_value(spi_value(row, 2, &isnull)));
-  }
+  const std::set<std::pair<std::string, std::string>> taken =
+      stored_steps(in_ids.data(), in_names.data(), k);
   std::vector<Datum> ids, names, values, seqs;
   for (int j = 0; j < k; ++j) {
     if (!taken.empty() && taken.count({order[j].first, text_value(in_names[j])}) > 0) continue;
@@ -206,6 +214,7 @@ void insert_fresh(const std::vector<StepItem>& items, const std::vector<int>& in
   // the taken ones (their numbers go unused, as above).
   std::vector<Datum> bases(k);
   for (int j = 0; j < k; ++j) bases[j] = Int64GetDatum(base.at(order[j].first));
+  bool* no_nulls = nullptr;
   const Datum rows_in[5] = {make_array(in_ids.data(), no_nulls, k, TEXTOID),
                             make_array(in_names.data(), no_nulls, k, TEXTOID),
                             make_array(in_values.data(), no_nulls, k, JSONBOID),
@@ -238,25 +247,15 @@ std::vector<StepResult> store_steps(const std::vector<StepItem>& items, Micros n
     id_text[i] = text_value(items[i].run_id);
     if (seen.emplace(id_text[i], i).second) runs.emplace_back(id_text[i], i);
   }
-  bool* no_nulls = nullptr;
   // The look: which steps are stored (the others are fresh).
-  std::set<std::pair<std::string, std::string>> stored_before;
-  {
-    const Datum key[2] = {make_array(ids.data(), no_nulls, n, TEXTOID),
-                          make_array(names.data(), no_nulls, n, TEXTOID)};
-    spi_prepare_generic(kept_values_statement);
-    const std::uint64_t found = spi_execute(kept_values_statement, key, nullptr);
-    for (std::uint64_t row = 0; row < found; ++row) {
-      bool isnull = false;
-      std::string id = text_value(spi_value(row, 1, &isnull));
-      stored_before.emplace(std::move(id), text_value(spi_value(row, 2, &isnull)));
-    }
-  }
+  const std::set<std::pair<std::string, std::string>> stored_before =
+      stored_steps(ids.data(), names.data(), n);
   std::vector<std::pair<std::string, int>> fresh;  // run id, item
   for (int i = 0; i < n; ++i)
     if (stored_before.empty() ||
         stored_before.count({id_text[i], text_value(items[i].step_name)}) == 0)
       fresh.emplace_back(id_text[i], i);
+  bool* no_nulls = nullptr;
   // The lock order (see held_statement), and each run's fresh items of the
   // token it is refreshed with (its first item's).
   std::sort(runs.begin(), runs.end());
@@ -301,7 +300,7 @@ std::vector<StepResult> store_steps(const std::vector<StepItem>& items, Micros n
   std::vector<int> kept;
   for (int i = 0; i < n; ++i) {
     StepResult& r = out[i];
-    const auto h = held.find(text_value(items[i].run_id));
+    const auto h = held.find(id_text[i]);
     r.held = h != held.end() && h->second.first == token_value(items[i].token);
     if (!r.held) continue;
     const auto v = inserted.find({h->first, text_value(items[i].step_name)});
