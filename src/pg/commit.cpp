@@ -29,14 +29,15 @@ Statement commit_statement{
     " claim_attempts = 0, claim_abandons = 0, poisoned_at = NULL, poison_reason = NULL"
     " WHERE run_id = $1 AND ($10 OR tenant_id IS NOT DISTINCT FROM $11)"
     " AND checkpoint_seq = $12 AND claim_token = $13 AND graph_id = $14 AND graph_hash = $15"
-    " AND started_at = $16 RETURNING document, queue",
+    " AND started_at = $16 RETURNING queue",
     16,
     {TEXTOID, JSONBOID, TEXTOID, INT8OID, TEXTOID, TIMESTAMPTZOID, BOOLOID, TIMESTAMPTZOID,
      TIMESTAMPTZOID, BOOLOID, TEXTOID, INT8OID, UUIDOID, TEXTOID, TEXTOID, TIMESTAMPTZOID},
     nullptr};
 
-// Runs the fenced update; the stored document, copied out of SPI memory, or
-// nullopt when no visible row matched. `token` is the uuid datum that
+// Runs the fenced update; the document it stored (the caller's own, not read
+// back: a copy of up to docket.max_document_bytes saved), or nullopt when no
+// visible row matched. `token` is the uuid datum that
 // match.claim_token was read from.
 std::optional<Datum> fenced_update(const Scope& scope, const CommitMatch& match, Datum token,
                                    Datum document, const ValidProposal& proposal,
@@ -78,9 +79,8 @@ std::optional<Datum> fenced_update(const Scope& scope, const CommitMatch& match,
                           '\0'};
   if (spi_execute(commit_statement, values, nulls) == 0) return std::nullopt;
   bool isnull = false;
-  const Datum stored = spi_transfer(spi_value(0, 1, &isnull), false, -1);
-  if (effect.due_now) notify_due(text_value(spi_value(0, 2, &isnull)));
-  return stored;
+  if (effect.due_now) notify_due(text_value(spi_value(0, 1, &isnull)));
+  return document;
 }
 
 Datum commit(FunctionCallInfo fcinfo) {
@@ -104,9 +104,12 @@ Datum commit(FunctionCallInfo fcinfo) {
   const std::string checkpoint_type = enum_label(PG_GETARG_DATUM(4));
   const Micros now = store_now();
 
+  // Detoasted: it is the result too.
+  const Datum run = PointerGetDatum(PG_GETARG_JSONB_P(1));
+
   spi_connect();
   std::optional<Datum> document = fenced_update(
-      scope, commit_match(valid, expected, token), PG_GETARG_DATUM(3), PG_GETARG_DATUM(1), valid,
+      scope, commit_match(valid, expected, token), PG_GETARG_DATUM(3), run, valid,
       checkpoint_type, now, schedule_effect(valid.schedule, now, wake_at, {}));
   if (!document) {
     // Nothing matched: lock what the scope sees and raise its error. A run that
@@ -115,7 +118,7 @@ Datum commit(FunctionCallInfo fcinfo) {
     check_commit_target(locked ? std::optional<StoredRun>(locked->run) : std::nullopt, valid,
                         expected, token);
     document =
-        apply_transition(*locked, PG_GETARG_DATUM(1), valid, checkpoint_type, now,
+        apply_transition(*locked, run, valid, checkpoint_type, now,
                          schedule_effect(valid.schedule, now, wake_at, locked->run.claimed_at));
   }
   spi_finish();
