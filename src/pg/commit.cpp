@@ -108,9 +108,9 @@ Datum commit(FunctionCallInfo fcinfo) {
   const Datum run = PointerGetDatum(PG_GETARG_JSONB_P(1));
 
   spi_connect();
-  std::optional<Datum> document = fenced_update(
-      scope, commit_match(valid, expected, token), PG_GETARG_DATUM(3), run, valid,
-      checkpoint_type, now, schedule_effect(valid.schedule, now, wake_at, {}));
+  std::optional<Datum> document =
+      fenced_update(scope, commit_match(valid, expected, token), PG_GETARG_DATUM(3), run, valid,
+                    checkpoint_type, now, schedule_effect(valid.schedule, now, wake_at, {}));
   if (!document) {
     // Nothing matched: lock what the scope sees and raise its error. A run that
     // passes after all changed after the update looked; apply under the lock.
