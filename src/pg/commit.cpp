@@ -37,8 +37,8 @@ Statement commit_statement{
 
 // Runs the fenced update; the document it stored (the caller's own, not read
 // back: a copy of up to docket.max_document_bytes saved), or nullopt when no
-// visible row matched. `token` is the uuid datum that
-// match.claim_token was read from.
+// visible row matched. `token` is the uuid datum that match.claim_token was
+// read from.
 std::optional<Datum> fenced_update(const Scope& scope, const CommitMatch& match, Datum token,
                                    Datum document, const ValidProposal& proposal,
                                    const std::string& checkpoint_type, Micros now,
