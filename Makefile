@@ -15,15 +15,17 @@ MODULE_big = docket
 #                                its final form; CREATE EXTENSION runs it alone)
 #   sql/upgrade/<version>/*.sql  the upgrade script to <version> from the one
 #                                before (docket--<previous>--<version>.sql)
-# The install script ends with three pieces of the 0.3.0 upgrade, shared: the
+# The install script ends with four pieces of the 0.3.0 upgrade, shared: the
 # composer of a task's document (created the same way by both), the id limits
-# of insert_run and save_graph (their comments say them in the same words), and
-# the roles piece (the roles, every grant decision and SECURITY DEFINER are
+# of insert_run and save_graph (their comments say them in the same words), the
+# tenant key of an owner scope (docket._tenant_key, with its cap), and the roles
+# piece (the roles, every grant decision and SECURITY DEFINER are
 # decided in one place).
 UPGRADE_PIECES_0_2_0 = $(sort $(wildcard sql/upgrade/0.2.0/*.sql))
 UPGRADE_PIECES_0_3_0 = $(sort $(wildcard sql/upgrade/0.3.0/*.sql))
 INSTALL_PIECES_0_3_0 = $(sort $(wildcard sql/install/0.3.0/*.sql)) \
                        sql/upgrade/0.3.0/93_narrow_task_document.sql sql/upgrade/0.3.0/95_id_limits.sql \
+                       sql/upgrade/0.3.0/97_owner_tenant_limit.sql \
                        sql/upgrade/0.3.0/99_roles.sql
 ASSEMBLED = sql/docket--0.1.0--0.2.0.sql sql/docket--0.2.0--0.3.0.sql sql/docket--0.3.0.sql
 DATA = $(sort $(filter-out $(wildcard sql/*--*--*.sql),$(wildcard sql/docket--*.sql)) \

@@ -17,6 +17,10 @@ constexpr std::size_t kMaxNameBytes = 255;
 // tenant id: this keeps an id from being refused by an index (54000) instead
 // of with its own error.
 constexpr std::size_t kMaxIdBytes = 255;
+// Tenant ids: a bound tenant (bind_tenant) and the tenant of an owner scope
+// (the scope a run, task or event is created in) are at most this many bytes.
+// A read scope is not capped: a run stored before 0.3.0 may have a longer one.
+constexpr std::size_t kMaxTenantBytes = 1000;
 // Longest delay, timeout or duration an option may ask for: ten years.
 constexpr std::int64_t kMaxDurationMs = 86400000LL * 3650;
 // Retry delays saturate here instead of overflowing.

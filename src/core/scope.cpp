@@ -1,6 +1,9 @@
 #include "core/scope.hpp"
 
+#include <string>
+
 #include "core/error.hpp"
+#include "core/limits.hpp"
 
 namespace docket {
 
@@ -18,6 +21,9 @@ Scope parse_owner_scope(std::string_view text) {
   Scope scope = parse_scope(text);
   if (scope.is_system())
     fail(Reason::bad_argument, "owner_scope must be 'tenantless' or 'tenant:<id>', not 'system'");
+  if (scope.tenant.size() > kMaxTenantBytes)
+    fail(Reason::bad_argument, "owner_scope's tenant id is " + std::to_string(scope.tenant.size()) +
+                                   " bytes, over " + std::to_string(kMaxTenantBytes));
   return scope;
 }
 

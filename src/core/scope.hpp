@@ -24,7 +24,8 @@ struct Scope {
 // Parses any scope; bad_argument when the text is not a scope.
 Scope parse_scope(std::string_view text);
 
-// Parses an owner scope; 'system' is a bad_argument here.
+// Parses an owner scope; 'system' is a bad_argument here, and so is a tenant id
+// over kMaxTenantBytes.
 Scope parse_owner_scope(std::string_view text);
 
 }  // namespace docket

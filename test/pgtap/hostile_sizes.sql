@@ -5,7 +5,7 @@
 -- exactly at the cap passes, the same size with the cap one byte lower fails
 -- and changes nothing. Times in 2041 (docket.fake_now).
 BEGIN;
-SELECT plan(51);
+SELECT plan(63);
 SET LOCAL TimeZone = 'UTC';
 
 \ir lib/task_helpers.sql
@@ -228,6 +228,41 @@ SELECT is(pg_temp.sqlstate($$SELECT docket.append_events('tenantless', 'sz-1', p
   '54000', 'append_events: one byte over: 54000');
 SELECT ok(pg_temp.unchanged(), 'and nothing was appended');
 RESET docket.max_payload_bytes;
+
+---------------------------------------------------------------------------
+-- the tenant id of an owner scope: at most 1000 bytes (as a bound tenant),
+-- in every call that creates something in a scope; a longer one is 22023
+-- before anything is stored. A read scope is not capped.
+---------------------------------------------------------------------------
+CREATE FUNCTION pg_temp.owner(n int) RETURNS text LANGUAGE sql IMMUTABLE AS
+  $$ SELECT 'tenant:' || repeat('t', n) $$;
+SELECT pg_temp.before();
+SELECT is(pg_temp.err(format($$SELECT docket.insert_run(%L, pg_temp.doc('sz-t1', 0), 'run_initialized', pg_temp.t(0), 'q-sz')$$,
+                             pg_temp.owner(1001))),
+  '22023 bad_argument: owner_scope''s tenant id is 1001 bytes, over 1000',
+  'insert_run: an owner tenant of 1001 bytes: 22023');
+SELECT is(pg_temp.sqlstate(format($$SELECT * FROM docket.spawn_task('sz-t', '{}', 'q-sz', %L)$$, pg_temp.owner(1001))),
+  '22023', 'spawn_task: an owner tenant of 1001 bytes: 22023');
+SELECT is(pg_temp.sqlstate(format($$SELECT * FROM docket.spawn_tasks('sz-t', ARRAY['{}'::jsonb], 'q-sz', %L)$$, pg_temp.owner(1001))),
+  '22023', 'spawn_tasks: an owner tenant of 1001 bytes: 22023');
+SELECT is(pg_temp.err(format($$SELECT docket.emit_event('sz-t', NULL, %L)$$, pg_temp.owner(1001))),
+  '22023 bad_argument: owner_scope''s tenant id is 1001 bytes, over 1000',
+  'emit_event: an owner tenant of 1001 bytes: 22023');
+SELECT is(pg_temp.sqlstate(format($$SELECT docket.schedule_task('sz-t', '* * * * *', 'sz-t', '{}', 'q-sz', %L)$$, pg_temp.owner(1001))),
+  '22023', 'schedule_task: an owner tenant of 1001 bytes: 22023');
+SELECT is(pg_temp.sqlstate(format($$SELECT docket.insert_run(%L, pg_temp.doc('sz-t1', 0), 'run_initialized', pg_temp.t(0), 'q-sz')$$,
+                                  'tenant:' || repeat('€', 334))),
+  '22023', 'the cap counts bytes: 334 three-byte characters (1002 bytes) are over it');
+SELECT ok(pg_temp.unchanged(), 'and nothing was stored by any of them');
+SELECT is(docket.insert_run(pg_temp.owner(1000), pg_temp.doc('sz-t1', 0), 'run_initialized', pg_temp.t(0), 'q-sz') ->> 'id',
+  'sz-t1', 'insert_run: an owner tenant of exactly 1000 bytes is stored');
+SELECT is((SELECT count(*) FROM docket.spawn_task('sz-t', '{}', 'q-sz', pg_temp.owner(1000))), 1::bigint,
+  'spawn_task: so is a task''s');
+SELECT is(docket.emit_event('sz-t', NULL, pg_temp.owner(1000)), true, 'emit_event: and an event''s');
+SELECT is((SELECT octet_length(tenant_id) FROM docket.runs WHERE run_id = 'sz-t1'), 1000,
+  'the run carries the whole tenant id');
+SELECT is(jsonb_array_length(docket.list_runs(pg_temp.owner(1001), 10) -> 'entries'), 0,
+  'a read scope over the cap is not refused: it sees that tenant''s runs, here none');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "core/limits.hpp"
 #include "core/scope.hpp"
 #include "run_fixture.hpp"
 
@@ -54,6 +55,15 @@ TEST(ParseOwnerScope, AcceptsTenantlessAndTenant) {
 TEST(ParseOwnerScope, SystemIsNotAnOwner) {
   expect_error([] { parse_owner_scope("system"); }, Reason::bad_argument,
                "owner_scope must be 'tenantless' or 'tenant:<id>', not 'system'");
+}
+
+TEST(ParseOwnerScope, TenantIdIsAtMostTheCap) {
+  const std::string longest(kMaxTenantBytes, 't');
+  EXPECT_EQ(parse_owner_scope("tenant:" + longest).tenant, longest);
+  expect_error([&] { parse_owner_scope("tenant:" + longest + "t"); }, Reason::bad_argument,
+               "owner_scope's tenant id is 1001 bytes, over 1000");
+  // A read scope is not capped (a run stored before the cap may have one).
+  EXPECT_EQ(parse_scope("tenant:" + longest + "t").tenant.size(), kMaxTenantBytes + 1);
 }
 
 TEST(ParseOwnerScope, MalformedTextIsStillBadArgument) {

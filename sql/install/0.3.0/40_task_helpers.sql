@@ -19,22 +19,6 @@ END $$;
 COMMENT ON FUNCTION docket._check_name(text, text) IS
   'Internal: raises 22023 unless name is non-empty text of at most 255 bytes.';
 
-CREATE FUNCTION docket._tenant_key(owner_scope docket.scope) RETURNS text
-  LANGUAGE plpgsql IMMUTABLE
-  SET search_path = pg_catalog, pg_temp
-  AS $$
-BEGIN
-  IF owner_scope IS NULL THEN
-    RAISE EXCEPTION 'bad_argument: owner_scope must not be NULL' USING ERRCODE = '22023';
-  END IF;
-  IF owner_scope = 'system' THEN
-    RAISE EXCEPTION 'bad_argument: owner_scope must be ''tenantless'' or ''tenant:<id>'', not ''system'''
-      USING ERRCODE = '22023';
-  END IF;
-  RETURN CASE WHEN owner_scope = 'tenantless' THEN '' ELSE substr(owner_scope, 8) END;
-END $$;
-COMMENT ON FUNCTION docket._tenant_key(docket.scope) IS
-  'Internal: the task tables'' tenant key of an owner scope ('''' for tenantless).';
 
 CREATE FUNCTION docket._scope_of(tenant_id text) RETURNS docket.scope
   LANGUAGE sql IMMUTABLE
