@@ -219,6 +219,8 @@ enum Returned {
   r_task_attempt,  // lease_task_statement and poison_statement only
   r_wake_reason,
   r_event_seq,
+  r_woke,  // lease_task_statement only
+  r_columns = r_woke,
 };
 
 ClaimRequest claim_args(FunctionCallInfo fcinfo) {
@@ -279,32 +281,30 @@ Candidates scan(const ClaimRequest& args, std::unordered_map<std::string, Previo
   const std::uint64_t rows = spi_execute(statement, values, nullptr);
   Candidates out;
   for (std::uint64_t row = 0; row < rows; ++row) {
-    bool isnull = false;
-    const bool expired = DatumGetBool(spi_value(row, 1, &isnull));
+    Datum v[9];
+    bool null[9];
+    spi_row(row, v, null, 9);
+    const bool expired = DatumGetBool(v[0]);
     Candidate c;
-    c.run_id = text_value(spi_value(row, 2, &isnull));
-    const Micros at = DatumGetTimestampTz(spi_value(row, 3, &isnull));
+    c.run_id = text_value(v[1]);
+    const Micros at = DatumGetTimestampTz(v[2]);
     if (expired) {
-      const Datum lease = spi_value(row, 5, &isnull);
       c.eligible_at = expired_eligible_at(
           at, policy.orphan_ttl_ms,
-          isnull ? std::nullopt : std::optional<std::int64_t>(DatumGetInt64(lease)));
+          null[4] ? std::nullopt : std::optional<std::int64_t>(DatumGetInt64(v[4])));
     } else {
       c.eligible_at = at;
     }
-    c.claim_attempts = DatumGetInt32(spi_value(row, 4, &isnull));
-    bool never_leased = false;
-    const Datum started = spi_value(row, 8, &never_leased);
-    const Datum claimed_seq = spi_value(row, 6, &isnull);
-    if (!isnull) {
+    c.claim_attempts = DatumGetInt32(v[3]);
+    const bool never_leased = null[7];
+    if (!null[5]) {
       PreviousClaim p;
-      p.seq = DatumGetInt64(claimed_seq);
-      const Datum attempt = spi_value(row, 7, &isnull);
-      p.attempt = isnull ? 0 : DatumGetInt32(attempt);
-      p.at = never_leased ? 0 : DatumGetTimestampTz(started);
+      p.seq = DatumGetInt64(v[5]);
+      p.attempt = null[6] ? 0 : DatumGetInt32(v[6]);
+      p.at = never_leased ? 0 : DatumGetTimestampTz(v[7]);
       previous.emplace(c.run_id, p);
     }
-    const void* ctid = DatumGetPointer(spi_value(row, 9, &isnull));
+    const void* ctid = DatumGetPointer(v[8]);
     ctids.emplace(c.run_id, Located{*static_cast<const ItemPointerData*>(ctid), !never_leased});
     (expired ? out.expired : out.ready).push_back(std::move(c));
   }
@@ -371,38 +371,40 @@ void apply(Statement& statement, const std::vector<std::string>& ids, const Ctid
   const std::uint64_t rows = spi_execute(statement, values, nulls);
   if (rows != ids.size()) throw std::logic_error("claim_due: a locked candidate was not updated");
   for (std::uint64_t row = 0; row < rows; ++row) {
-    bool isnull = false;
-    const std::string run_id = text_value(spi_value(row, r_run_id, &isnull));
+    // The row, copied out of SPI memory once: the claim's values outlive it.
+    Datum v[r_columns];
+    bool null[r_columns];
+    spi_row(row, v, null, r_columns, true);
+    const std::string run_id = text_value(v[r_run_id - 1]);
     ClaimRow& out = output.at(position.at(run_id));
-    auto copy = [&](ClaimColumn to, Returned from, bool by_value, int length) {
-      bool null = false;
-      const Datum value = spi_value(row, from, &null);
-      out.nulls[to] = null;
-      out.values[to] = null ? Datum(0) : spi_transfer(value, by_value, length);
+    auto copy = [&](ClaimColumn to, Returned from) {
+      out.nulls[to] = null[from - 1];
+      out.values[to] = null[from - 1] ? Datum(0) : v[from - 1];
     };
     out.leased = lease;
     out.values[c_outcome] = outcome;
     out.nulls[c_outcome] = false;
-    copy(c_run_id, r_run_id, false, -1);
-    copy(c_tenant_id, r_tenant_id, false, -1);
-    copy(c_graph_id, r_graph_id, false, -1);
-    copy(c_graph_hash, r_graph_hash, false, -1);
-    copy(c_checkpoint_seq, r_checkpoint_seq, FLOAT8PASSBYVAL, 8);
-    copy(c_claim_token, r_claim_token, false, UUID_LEN);
-    copy(c_claimed_at, r_claimed_at, FLOAT8PASSBYVAL, 8);
-    copy(c_claim_attempt, r_claim_attempts, true, 4);
+    copy(c_run_id, r_run_id);
+    copy(c_tenant_id, r_tenant_id);
+    copy(c_graph_id, r_graph_id);
+    copy(c_graph_hash, r_graph_hash);
+    copy(c_checkpoint_seq, r_checkpoint_seq);
+    copy(c_claim_token, r_claim_token);
+    copy(c_claimed_at, r_claimed_at);
+    copy(c_claim_attempt, r_claim_attempts);
     out.values[c_orphan_ttl_ms] = Int64GetDatum(ttl_ms);
     out.nulls[c_orphan_ttl_ms] = false;
-    copy(c_poisoned_at, r_poisoned_at, FLOAT8PASSBYVAL, 8);
-    copy(c_poison_reason, r_poison_reason, false, -1);
-    copy(c_queue, r_queue, false, -1);
+    copy(c_poisoned_at, r_poisoned_at);
+    copy(c_poison_reason, r_poison_reason);
+    copy(c_queue, r_queue);
     if (&statement == &lease_task_statement) {
-      out.task_attempt = spi_value(row, r_task_attempt, &out.task_attempt_null);
-      const Datum reason = spi_value(row, r_wake_reason, &out.wake_reason_null);
-      if (!out.wake_reason_null) out.wake_reason = spi_transfer(reason, false, -1);
+      out.task_attempt = v[r_task_attempt - 1];
+      out.task_attempt_null = null[r_task_attempt - 1];
+      out.wake_reason = v[r_wake_reason - 1];
+      out.wake_reason_null = null[r_wake_reason - 1];
     }
     if (!out.leased && text_value(out.values[c_graph_hash]) == kTaskGraphHash)
-      history.push_back(poisoned_event(out, DatumGetInt64(spi_value(row, r_event_seq, &isnull))));
+      history.push_back(poisoned_event(out, DatumGetInt64(v[r_event_seq - 1])));
   }
 }
 

@@ -52,20 +52,38 @@ std::uint64_t spi_execute(Statement& statement, const Datum* values, const char*
   });
 }
 
-Datum spi_value(std::uint64_t row, int column, bool* isnull) {
-  // Every read is checked against the result it reads: a statement that
-  // returned fewer rows than the caller expected (a row deleted under it, a
-  // hostile mutation) raises an error instead of reading past the array.
+// Every read is checked against the result it reads: a statement that
+// returned fewer rows than the caller expected (a row deleted under it, a
+// hostile mutation) raises an error instead of reading past the array.
+static void check_row(std::uint64_t row) {
   if (SPI_tuptable == nullptr || row >= SPI_tuptable->numvals)
     throw std::logic_error("docket: read row " + std::to_string(row) + " of a result with " +
                            std::to_string(SPI_tuptable == nullptr ? 0 : SPI_tuptable->numvals) +
                            " rows");
+}
+
+Datum spi_value(std::uint64_t row, int column, bool* isnull) {
+  check_row(row);
   if (column < 1 || column > SPI_tuptable->tupdesc->natts)
     throw std::logic_error("docket: read column " + std::to_string(column) + " of a result with " +
                            std::to_string(SPI_tuptable->tupdesc->natts) + " columns");
   return call([&] {
     return SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, column, isnull);
   });
+}
+
+int spi_row(std::uint64_t row, Datum* values, bool* nulls, int capacity, bool copy) {
+  check_row(row);
+  const int width = SPI_tuptable->tupdesc->natts;
+  if (width > capacity)
+    throw std::logic_error("docket: read a row of " + std::to_string(width) +
+                           " columns into room for " + std::to_string(capacity));
+  call([&] {
+    HeapTuple tuple = SPI_tuptable->vals[row];
+    if (copy) tuple = SPI_copytuple(tuple);  // into the context SPI_connect was called in
+    heap_deform_tuple(tuple, SPI_tuptable->tupdesc, values, nulls);
+  });
+  return width;
 }
 
 Datum spi_transfer(Datum value, bool by_value, int length) {

@@ -42,6 +42,15 @@ std::uint64_t spi_execute(Statement& statement, const Datum* values, const char*
 // instead of reading past it.
 Datum spi_value(std::uint64_t row, int column, bool* isnull);
 
+// Every column of row `row` of the last result at once, into `values` and
+// `nulls` (room for `capacity` columns; a wider result, or a row past the
+// result, raises an error as spi_value does). One pass over the row, where
+// spi_value walks it again from its start for each column after a
+// variable-width one. With `copy`, the row is first copied into the caller's
+// context, once (where spi_transfer copies one value at a time), so its
+// by-reference values survive spi_finish. Returns the result's column count.
+int spi_row(std::uint64_t row, Datum* values, bool* nulls, int capacity, bool copy = false);
+
 // Copies a by-reference datum out of SPI memory into the caller's context, so
 // it survives spi_finish.
 Datum spi_transfer(Datum value, bool by_value, int length);

@@ -140,19 +140,27 @@ Datum claim_into(FunctionCallInfo fcinfo, ClaimRequest& request) {
     std::vector<Lease> leases(rows);
     for (std::uint64_t row = 0; row < rows; ++row) {
       Lease& l = leases[row];
-      bool isnull = false;
-      l.run_id = spi_value(row, l_run_id, &isnull);
+      Datum v[l_steps];
+      bool null[l_steps];
+      spi_row(row, v, null, l_steps);
+      auto time = [&](LeaseColumn c) {
+        return null[c - 1] ? std::nullopt : std::optional<Micros>(DatumGetTimestampTz(v[c - 1]));
+      };
+      l.run_id = v[l_run_id - 1];
       const auto claim = by_id.find(text_value(l.run_id));
       if (claim == by_id.end()) throw std::logic_error("claim_tasks: a task row without its lease");
       l.claim = claim->second;
       by_id.erase(claim);
       l.facts.is_task = true;
-      l.facts.cancel_at = spi_timestamp(row, l_cancel_at);
-      l.facts.first_started_at = spi_timestamp(row, l_first_started_at);
-      l.facts.deadline_at = spi_timestamp(row, l_deadline_at);
-      const Datum max_duration = spi_value(row, l_max_duration_ms, &isnull);
-      if (!isnull) l.facts.max_duration_ms = DatumGetInt64(max_duration);
-      auto take = [&](OutColumn to, int from) { l.cols[to] = spi_value(row, from, &l.nulls[to]); };
+      l.facts.cancel_at = time(l_cancel_at);
+      l.facts.first_started_at = time(l_first_started_at);
+      l.facts.deadline_at = time(l_deadline_at);
+      if (!null[l_max_duration_ms - 1])
+        l.facts.max_duration_ms = DatumGetInt64(v[l_max_duration_ms - 1]);
+      auto take = [&](OutColumn to, LeaseColumn from) {
+        l.cols[to] = v[from - 1];
+        l.nulls[to] = null[from - 1];
+      };
       take(o_run_id, l_run_id);
       take(o_task_name, l_task_name);
       take(o_params, l_params);
