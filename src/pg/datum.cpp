@@ -95,6 +95,14 @@ Scope owner_scope_arg(FunctionCallInfo fcinfo, int index) {
   return scope;
 }
 
+// docket._tenant_key(owner_scope): the task tables' tenant key of an owner
+// scope ('' for tenantless), for the plpgsql side (emit_event). The rules are
+// owner_scope_arg's (core parse_owner_scope); the tenant binding was checked by
+// the guarded function that calls it.
+static Datum tenant_key(FunctionCallInfo fcinfo) {
+  return text_datum(parse_owner_scope(text_arg(fcinfo, 0, "owner_scope")).tenant);
+}
+
 void validate_queue(const std::string& queue) {
   if (queue.empty() || queue.size() > kMaxQueueBytes)
     fail(Reason::bad_argument,
@@ -194,3 +202,5 @@ ScopeParams scope_params(const Scope& scope) {
 }
 
 }  // namespace docket::pg
+
+DOCKET_FUNCTION(docket_tenant_key, docket::pg::tenant_key)
