@@ -34,7 +34,8 @@
 // BENCH_FLUSH_MAX_BATCH (WorkerPoolOptions::flush_max_batch, default the pool's),
 // BENCH_RUNNER_THREADS (WorkerPoolOptions::runner_threads: N > 0 runs the
 // runners as fibers on N threads; default the pool's, a thread per runner);
-// BENCH_DIAG=1 adds a line on stderr: claims and group commits (calls, sizes, ms).
+// BENCH_DIAG=1 adds a line on stderr: claims and group commits (calls, sizes, ms);
+// for wake, the twelve latest starts with the time of their COMMIT.
 // wake reads BENCH_AWAIT_TASKS (1: the default pool, with its waker; 0: without).
 #include <algorithm>
 #include <atomic>
@@ -305,6 +306,21 @@ WakeLatencies wake_latencies(const docket::WorkerPoolOptions& options, const std
   const auto ms = [](Clock::duration d) {
     return std::chrono::duration<double, std::milli>(d).count();
   };
+  // BENCH_DIAG: the twelve latest starts, each with the time of its COMMIT
+  // (which tells a late wake-up of a whole burst from a late runner).
+  if (std::getenv("BENCH_DIAG") != nullptr) {  // NOLINT(concurrency-mt-unsafe): no setenv
+    std::vector<std::pair<double, std::string>> late;
+    for (const auto& [run_id, at] : committed)
+      late.emplace_back(std::chrono::duration<double, std::milli>(started.at(run_id) - at).count(),
+                        run_id);
+    std::sort(late.begin(), late.end());
+    for (std::size_t i = late.size() > 12 ? late.size() - 12 : 0; i < late.size(); ++i) {
+      const double at =
+          std::chrono::duration<double, std::milli>(committed.at(late[i].second) - begin).count();
+      std::fprintf(stderr, "late start: %s %.2f ms after its COMMIT returned at %.1f ms\n",
+                   late[i].second.c_str(), late[i].first, at);
+    }
+  }
   WakeLatencies out;
   for (const auto& [run_id, at] : committing) {
     const Clock::time_point done = committed.at(run_id);
