@@ -193,6 +193,8 @@ void Poller::wake_serve(pqxx::connection& connection) {
   // back to back, up to poll_interval.
   Clock::duration pause = Clock::duration::zero();
   Clock::time_point last_fruitless = Clock::now() - std::chrono::hours(1);
+  // A wait on fewer slots than a claim would take is short (waker_timeout_ms).
+  int partial_ms = detail::kWakerFirstPartialWaitMs;
   waker_serving_.store(true);
   while (!stopping_.load()) {
     if (pause > Clock::duration::zero()) {
@@ -222,11 +224,15 @@ void Poller::wake_serve(pqxx::connection& connection) {
     // fell due, expired claims), so the poller has nothing to claim meanwhile.
     const int reserved = pool_->reserve_slots(options.batch_size, capacity());
     if (reserved == 0) continue;
-    const int got = claim(connection, reserved, timeout_ms);
+    const int wanted = std::min(options.batch_size, capacity());
+    const int got = claim(connection, reserved,
+                          detail::waker_timeout_ms(timeout_ms, reserved, wanted, partial_ms));
     if (got < 0) {
       pause = Clock::duration::zero();  // the wait timed out
+      if (reserved < wanted) partial_ms = std::min(partial_ms * 2, timeout_ms);
       continue;
     }
+    partial_ms = detail::kWakerFirstPartialWaitMs;
     if (got == 0) {
       // Back to back (within twice the pause): double it; else start at 1 ms
       // (another claimer took this wake-up's work: nothing to back off from).

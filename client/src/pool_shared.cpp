@@ -201,6 +201,10 @@ int waker_wait_ms(const WorkerPoolOptions& options) {
   return static_cast<int>(std::clamp<std::int64_t>(options.poll_interval.count(), 1, kWakerWaitMs));
 }
 
+int waker_timeout_ms(int full_ms, int reserved, int wanted, int partial_ms) {
+  return reserved < wanted ? std::clamp(partial_ms, 1, full_ms) : full_ms;
+}
+
 int flush_batch(const WorkerPoolOptions& options) {
   if (options.flush_max_batch == kAutoFlushBatch) return std::max(100, options.concurrency);
   return std::max(1, options.flush_max_batch);

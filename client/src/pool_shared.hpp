@@ -139,6 +139,19 @@ int flush_batch(const WorkerPoolOptions& options);
 constexpr int kWakerWaitMs = 100;
 int waker_wait_ms(const WorkerPoolOptions& options);
 
+// How long the waker's next wait lasts when it could reserve `reserved` slots
+// of the `wanted` a claim would take (its batch, within the capacity): the
+// full wait (`full_ms`) when it has them all. The waker comes back right after
+// its claim, while the tasks it claimed still hold their slots: a wait on that
+// partial reservation would serve the next burst with only those slots, and
+// leave the rest to a second claim (measured: a burst of ten started 3-10 ms
+// late, all ten together, bench/README.md, sixteenth session). Such a wait
+// lasts `partial_ms` instead, and the waker reserves again as the tasks
+// finish; it doubles `partial_ms` while its partial waits time out, so slots
+// held by long tasks cost a few short waits, then waits as long as before.
+int waker_timeout_ms(int full_ms, int reserved, int wanted, int partial_ms);
+constexpr int kWakerFirstPartialWaitMs = 2;
+
 // The connections runners borrow for their calls that are not group-committed
 // (heartbeat, sleeps, waits, emits, spawns, failures): at most `size` exist
 // whatever the concurrency; a borrower waits while all are lent. A broken

@@ -129,6 +129,20 @@ TEST(WakerWait, IsThePollIntervalAtMostAHundredMilliseconds) {
   EXPECT_EQ(detail::waker_wait_ms(o), 1);
 }
 
+// A wait on a partial reservation (the waker back right after its claim, the
+// claimed tasks still holding their slots) is short, doubling while partial
+// waits time out (the caller doubles), never past the full wait; a full
+// reservation waits the full wait.
+TEST(WakerWait, APartialReservationWaitsBriefly) {
+  EXPECT_EQ(detail::waker_timeout_ms(100, 10, 10, 2), 100);
+  EXPECT_EQ(detail::waker_timeout_ms(100, 2, 12, 2), 2);
+  EXPECT_EQ(detail::waker_timeout_ms(100, 2, 12, 64), 64);
+  EXPECT_EQ(detail::waker_timeout_ms(100, 2, 12, 128), 100);
+  EXPECT_EQ(detail::waker_timeout_ms(30, 1, 12, 64), 30);
+  EXPECT_EQ(detail::waker_timeout_ms(100, 2, 12, 0), 1);
+  EXPECT_EQ(detail::kWakerFirstPartialWaitMs, 2);
+}
+
 TEST_F(GroupCommitTest, ClaimReturnsTheCompletedStepsUnderTheNewClaim) {
   const std::string run_id = spawn();
   std::vector<sql::ClaimedTask> first = claim(1);
