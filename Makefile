@@ -19,8 +19,8 @@ MODULE_big = docket
 # composer of a task's document (created the same way by both), the id limits
 # of insert_run and save_graph (their comments say them in the same words), the
 # tenant key of an owner scope (docket._tenant_key, with its cap), and the roles
-# piece (the roles, every grant decision and SECURITY DEFINER are
-# decided in one place).
+# piece (the roles, every grant decision and SECURITY DEFINER are decided in one
+# place).
 UPGRADE_PIECES_0_2_0 = $(sort $(wildcard sql/upgrade/0.2.0/*.sql))
 UPGRADE_PIECES_0_3_0 = $(sort $(wildcard sql/upgrade/0.3.0/*.sql))
 INSTALL_PIECES_0_3_0 = $(sort $(wildcard sql/install/0.3.0/*.sql)) \

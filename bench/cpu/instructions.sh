@@ -92,6 +92,7 @@ as_postgres "$PGBIN/pg_ctl" -D "$DATA" -m fast -w stop >/dev/null
 
 work=$(mktemp -d)
 chmod 755 "$work"
+if [ "$(id -u)" = 0 ]; then chown postgres "$work"; fi
 
 # ir <docket|raw> <cycles>: the instructions inside CALL bench.ir_cycles (or
 # ir_drain), from the same fresh state each time.
@@ -115,7 +116,6 @@ CALL bench.$proc('$1', $2)
 SQL
   chmod 644 "$input"
   rm -f "$out"
-  if [ "$(id -u)" = 0 ]; then chown postgres "$work"; fi
   as_postgres valgrind --tool=callgrind --callgrind-out-file="$out" --collect-atstart=no \
     --toggle-collect=ExecuteCallStmt "$PGBIN/postgres" --single -D "$DATA" "$DB" \
     <"$input" >"$work/log" 2>&1 || { cat "$work/log" >&2; return 1; }

@@ -22,6 +22,9 @@ namespace docket::pg {
 
 namespace {
 
+// The candidate scans' columns (each of the four statements returns these).
+constexpr int kCandidateColumns = 9;
+
 // The candidate scan: both classes in one statement, each its own subquery
 // with its own LIMIT and row locks (ready first, then expired), with and
 // without a queue. The WHERE clauses repeat the partial index predicates of
@@ -281,9 +284,9 @@ Candidates scan(const ClaimRequest& args, std::unordered_map<std::string, Previo
   const std::uint64_t rows = spi_execute(statement, values, nullptr);
   Candidates out;
   for (std::uint64_t row = 0; row < rows; ++row) {
-    Datum v[9];
-    bool null[9];
-    spi_row(row, v, null, 9);
+    Datum v[kCandidateColumns];
+    bool null[kCandidateColumns];
+    spi_row(row, v, null, kCandidateColumns);
     const bool expired = DatumGetBool(v[0]);
     Candidate c;
     c.run_id = text_value(v[1]);

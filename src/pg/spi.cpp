@@ -72,7 +72,7 @@ Datum spi_value(std::uint64_t row, int column, bool* isnull) {
   });
 }
 
-int spi_row(std::uint64_t row, Datum* values, bool* nulls, int capacity, bool copy) {
+void spi_row(std::uint64_t row, Datum* values, bool* nulls, int capacity, bool copy) {
   check_row(row);
   const int width = SPI_tuptable->tupdesc->natts;
   if (width > capacity)
@@ -83,7 +83,6 @@ int spi_row(std::uint64_t row, Datum* values, bool* nulls, int capacity, bool co
     if (copy) tuple = SPI_copytuple(tuple);  // into the context SPI_connect was called in
     heap_deform_tuple(tuple, SPI_tuptable->tupdesc, values, nulls);
   });
-  return width;
 }
 
 Datum spi_transfer(Datum value, bool by_value, int length) {

@@ -48,8 +48,8 @@ Datum spi_value(std::uint64_t row, int column, bool* isnull);
 // spi_value walks it again from its start for each column after a
 // variable-width one. With `copy`, the row is first copied into the caller's
 // context, once (where spi_transfer copies one value at a time), so its
-// by-reference values survive spi_finish. Returns the result's column count.
-int spi_row(std::uint64_t row, Datum* values, bool* nulls, int capacity, bool copy = false);
+// by-reference values survive spi_finish.
+void spi_row(std::uint64_t row, Datum* values, bool* nulls, int capacity, bool copy = false);
 
 // Copies a by-reference datum out of SPI memory into the caller's context, so
 // it survives spi_finish.

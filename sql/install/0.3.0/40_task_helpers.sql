@@ -19,7 +19,6 @@ END $$;
 COMMENT ON FUNCTION docket._check_name(text, text) IS
   'Internal: raises 22023 unless name is non-empty text of at most 255 bytes.';
 
-
 CREATE FUNCTION docket._scope_of(tenant_id text) RETURNS docket.scope
   LANGUAGE sql IMMUTABLE
   SET search_path = pg_catalog, pg_temp
