@@ -24,7 +24,8 @@
 # (10,000 due runs or jobs, vacuumed, checkpointed), and the figure is the
 # difference over the runs of B - A cycles, which leaves out what the first
 # cycles pay once (plans, caches),
-# BENCH_INSTALL (1: make install first), BENCH_RESULTS (key=value results are
+# BENCH_INSTALL (1: make install first), BENCH_KEEP (a directory: each run's
+# callgrind profile is copied there as cg.SYSTEM.CYCLES.out), BENCH_RESULTS (key=value results are
 # appended there, for bench/run_all.sh).
 # Prints: kind=KIND docket_ir_per_run=... raw_ir_per_run=... raw/docket=...
 set -euo pipefail
@@ -119,6 +120,7 @@ SQL
   as_postgres valgrind --tool=callgrind --callgrind-out-file="$out" --collect-atstart=no \
     --toggle-collect=ExecuteCallStmt "$PGBIN/postgres" --single -D "$DATA" "$DB" \
     <"$input" >"$work/log" 2>&1 || { cat "$work/log" >&2; return 1; }
+  if [ -n "${BENCH_KEEP:-}" ]; then cp "$out" "$BENCH_KEEP/cg.$1.$2.out"; fi
   sed -n 's/^totals: *//p' "$out"
 }
 

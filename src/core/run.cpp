@@ -29,6 +29,13 @@ const char* status_name(Status status) noexcept {
   return "unknown";
 }
 
+bool run_row_rules_hold(const RunRowFacts& row) noexcept {
+  auto not_negative = [](const std::optional<std::int64_t>& n) { return !n || *n >= 0; };
+  return row.status_known && not_negative(row.checkpoint_seq) && not_negative(row.claim_attempts) &&
+         not_negative(row.claim_abandons) && row.has_claim_token == row.has_claimed_at &&
+         row.has_poisoned_at == row.has_poison_reason;
+}
+
 bool is_terminal(Status status) noexcept {
   return status == Status::completed || status == Status::failed || status == Status::cancelled;
 }

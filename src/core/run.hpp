@@ -70,6 +70,22 @@ void validate_id_bytes(const char* label, const std::string& id, Reason reason);
 // only: a commit or mutation keeps the ids its run already has).
 void validate_new_run_ids(const RunDoc& doc, Reason reason);
 
+// The rules of a stored run row, docket.runs' one CHECK constraint
+// (runs_row_valid): a known status, counters not negative, a claim token with
+// its claimed_at, a poison time with its reason. As in a CHECK, an unknown
+// (NULL) value passes: a column that is nullopt here is not judged.
+struct RunRowFacts {
+  bool status_known = true;
+  std::optional<std::int64_t> checkpoint_seq;
+  std::optional<std::int64_t> claim_attempts;
+  std::optional<std::int64_t> claim_abandons;
+  bool has_claim_token = false;
+  bool has_claimed_at = false;
+  bool has_poisoned_at = false;
+  bool has_poison_reason = false;
+};
+bool run_row_rules_hold(const RunRowFacts& row) noexcept;
+
 // Checks that (schedule, status, wake_at given?) form a valid pair; raises
 // `reason` otherwise. `allow_retain` is false for mutate_run.
 void validate_schedule(ScheduleKind schedule, Status status, bool has_wake_at, bool allow_retain,

@@ -1,15 +1,18 @@
 // commit: the claim-fenced advance of a run, validated in the contract's order
 // (proposal shape, lookup, fence, identity) and applied with its schedule.
 //
-// A commit that applies is one UPDATE whose WHERE clause is the scope and the
-// fence and identity facts (core CommitMatch); only a commit that matched no
-// row pays for a second look, which the core judges (check_commit_target).
+// A commit that applies is one write of the row whose match is the scope and
+// the fence and identity facts (core CommitMatch): through the access methods
+// (pg/run_write.hpp) where that is all an UPDATE would do, else one UPDATE
+// statement with them as its WHERE clause. Only a commit that matched no row
+// pays for a second look, which the core judges (check_commit_target).
 #include <optional>
 
 #include "core/fence.hpp"
 #include "pg/datum.hpp"
 #include "pg/input_limits.hpp"
 #include "pg/notify.hpp"
+#include "pg/run_write.hpp"
 #include "pg/spi.hpp"
 #include "pg/transition.hpp"
 
@@ -83,6 +86,39 @@ std::optional<Datum> fenced_update(const Scope& scope, const CommitMatch& match,
   return document;
 }
 
+// The same write as fenced_update's, through pg/run_write.hpp; notifies as
+// fenced_update does when it applied.
+RowWrite write_directly(const Scope& scope, const CommitMatch& match, Datum token, Datum document,
+                        const ValidProposal& proposal, Datum checkpoint_type, Micros now,
+                        const ScheduleEffect& effect) {
+  const ScopeParams p = scope_params(scope);
+  RunFence fence{};
+  fence.run_id = text_datum(match.run_id);
+  fence.any_tenant = DatumGetBool(p.is_system);
+  fence.tenant_null = p.tenant_null == 'n';
+  fence.tenant = p.tenant;
+  fence.checkpoint_seq = match.checkpoint_seq;
+  fence.claim_token = token;
+  fence.graph_id = text_datum(match.graph_id);
+  fence.graph_hash = text_datum(match.graph_hash);
+  fence.started_at = match.started_at;
+  RunCommitValues values{};
+  values.document = document;
+  values.status = text_datum(status_name(proposal.run.status));
+  values.checkpoint_seq = proposal.run.checkpoint_seq;
+  values.checkpoint_type = checkpoint_type;
+  values.updated_at = now;
+  values.keep_claim = effect.keep_claim;
+  values.has_claimed_at = effect.claimed_at.has_value();
+  values.claimed_at = effect.claimed_at.value_or(0);
+  values.has_wake_at = effect.wake_at.has_value();
+  values.wake_at = effect.wake_at.value_or(0);
+  Datum queue = 0;
+  const RowWrite written = write_commit(fence, values, &queue);
+  if (written == RowWrite::applied && effect.due_now) notify_due(text_value(queue));
+  return written;
+}
+
 Datum commit(FunctionCallInfo fcinfo) {
   const Scope scope = scope_arg(fcinfo, 0);
 
@@ -107,10 +143,17 @@ Datum commit(FunctionCallInfo fcinfo) {
   // Detoasted: it is the result too.
   const Datum run = PointerGetDatum(PG_GETARG_JSONB_P(1));
 
+  const CommitMatch match = commit_match(valid, expected, token);
+  const ScheduleEffect effect = schedule_effect(valid.schedule, now, wake_at, {});
+  const Datum token_datum = PG_GETARG_DATUM(3);
+  const RowWrite written =
+      write_directly(scope, match, token_datum, run, valid, PG_GETARG_DATUM(4), now, effect);
+  if (written == RowWrite::applied) PG_RETURN_DATUM(run);
+
   spi_connect();
-  std::optional<Datum> document =
-      fenced_update(scope, commit_match(valid, expected, token), PG_GETARG_DATUM(3), run, valid,
-                    checkpoint_type, now, schedule_effect(valid.schedule, now, wake_at, {}));
+  std::optional<Datum> document;
+  if (written == RowWrite::use_statement)
+    document = fenced_update(scope, match, token_datum, run, valid, checkpoint_type, now, effect);
   if (!document) {
     // Nothing matched: lock what the scope sees and raise its error. A run that
     // passes after all changed after the update looked; apply under the lock.

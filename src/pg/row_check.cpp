@@ -9,6 +9,7 @@
 // counters are not negative, a claim token and its claimed_at come together,
 // and so do a poison time and its reason. It names no object, so it runs
 // without a search_path switch (as docket.now() does).
+#include <optional>
 #include <string_view>
 
 #include "core/run.hpp"
@@ -36,12 +37,20 @@ Datum run_row_valid(FunctionCallInfo fcinfo) {
     poison_reason
   };
   auto null = [&](int arg) { return PG_ARGISNULL(arg); };
-  const bool valid =
-      (null(status) || call([&] { return known_status(PG_GETARG_TEXT_PP(status)); })) &&
-      (null(checkpoint_seq) || PG_GETARG_INT64(checkpoint_seq) >= 0) &&
-      (null(claim_attempts) || PG_GETARG_INT32(claim_attempts) >= 0) &&
-      (null(claim_abandons) || PG_GETARG_INT32(claim_abandons) >= 0) &&
-      null(claim_token) == null(claimed_at) && null(poisoned_at) == null(poison_reason);
+  auto count = [&](int arg, bool wide) -> std::optional<std::int64_t> {
+    if (null(arg)) return std::nullopt;
+    return wide ? PG_GETARG_INT64(arg) : PG_GETARG_INT32(arg);
+  };
+  RunRowFacts row;
+  row.status_known = null(status) || call([&] { return known_status(PG_GETARG_TEXT_PP(status)); });
+  row.checkpoint_seq = count(checkpoint_seq, true);
+  row.claim_attempts = count(claim_attempts, false);
+  row.claim_abandons = count(claim_abandons, false);
+  row.has_claim_token = !null(claim_token);
+  row.has_claimed_at = !null(claimed_at);
+  row.has_poisoned_at = !null(poisoned_at);
+  row.has_poison_reason = !null(poison_reason);
+  const bool valid = run_row_rules_hold(row);
   PG_RETURN_BOOL(valid);
 }
 

@@ -223,5 +223,44 @@ TEST(ValidateNewRunIds, EachIdAtMostMaxIdBytes) {
                "run \"graph_hash\" is 256 bytes, over 255");
 }
 
+// docket.runs' CHECK (runs_row_valid) and the direct commit write judge a row
+// by these rules; an unknown (NULL) value passes, as in a CHECK.
+TEST(RunRowRules, EachRuleFailsAlone) {
+  RunRowFacts valid;
+  valid.checkpoint_seq = 0;
+  valid.claim_attempts = 0;
+  valid.claim_abandons = 0;
+  valid.has_claim_token = valid.has_claimed_at = true;
+  EXPECT_TRUE(run_row_rules_hold(valid));
+  EXPECT_TRUE(run_row_rules_hold(RunRowFacts{}));  // every column NULL
+
+  RunRowFacts row = valid;
+  row.status_known = false;
+  EXPECT_FALSE(run_row_rules_hold(row));
+  row = valid;
+  row.checkpoint_seq = -1;
+  EXPECT_FALSE(run_row_rules_hold(row));
+  row = valid;
+  row.claim_attempts = -1;
+  EXPECT_FALSE(run_row_rules_hold(row));
+  row = valid;
+  row.claim_abandons = -1;
+  EXPECT_FALSE(run_row_rules_hold(row));
+  row = valid;
+  row.has_claimed_at = false;  // a token without its time
+  EXPECT_FALSE(run_row_rules_hold(row));
+  row = valid;
+  row.has_claim_token = false;  // a time without its token
+  EXPECT_FALSE(run_row_rules_hold(row));
+  row = valid;
+  row.has_poisoned_at = true;  // a poison time without its reason
+  EXPECT_FALSE(run_row_rules_hold(row));
+  row.has_poison_reason = true;
+  EXPECT_TRUE(run_row_rules_hold(row));
+  row = valid;
+  row.has_poison_reason = true;  // a reason without its time
+  EXPECT_FALSE(run_row_rules_hold(row));
+}
+
 }  // namespace
 }  // namespace docket

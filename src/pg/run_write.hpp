@@ -1,0 +1,76 @@
+// run_write: a commit's update of one docket.runs row, written through the
+// table and index access methods instead of an UPDATE statement.
+//
+// A single-row UPDATE through SPI starts an executor for each call: about
+// three fifths of a commit's instructions went to starting it (opening seven
+// indexes, building their IndexInfos and projections), reading the CHECK
+// constraint's expression back from the catalog and planning it, and compiling
+// six partial-index predicates, all to write one row (bench/README.md,
+// "Seventeenth session"). Here what does not change from call to call (the
+// table's column numbers, its indexes' IndexInfos and compiled predicates) is
+// built once per backend and dropped when the table's relcache entry is
+// invalidated; a call finds the row by its primary key, checks the fence on
+// it, forms the new version, checks the table's row rules (the CHECK's own
+// function, core run_row_rules_hold) and NOT NULLs, updates it with
+// table_tuple_update and inserts the index entries a non-HOT version needs,
+// each partial index's predicate evaluated on the new version, as the
+// executor does.
+//
+// It applies only where that is the whole of what the statement would do: no
+// trigger on the table fires on UPDATE but the foreign keys' own (the run id,
+// their key, never changes), no rule, row security, inheritance child,
+// expression or exclusion index or deferred unique index, and the caller may
+// select and update the table. Otherwise, and when the row was changed by a
+// transaction that committed after this call's snapshot, it answers
+// `use_statement` and the caller runs its UPDATE statement, whose re-check
+// under the row lock decides.
+#pragma once
+
+#include "pg/boundary.hpp"
+
+namespace docket::pg {
+
+// What the fenced update matches: the run, the caller's scope and the fence
+// and identity facts of commit_statement's WHERE clause. Datums of the
+// columns' types (text, uuid); `tenant` is read only when !any_tenant and
+// !tenant_null.
+struct RunFence {
+  Datum run_id;
+  bool any_tenant;  // the system scope
+  bool tenant_null;
+  Datum tenant;
+  int64 checkpoint_seq;
+  Datum claim_token;
+  Datum graph_id;
+  Datum graph_hash;
+  TimestampTz started_at;
+};
+
+// The columns a commit writes (commit_statement's SET list). With keep_claim
+// the token stays and claimed_at only moves forward to `claimed_at` (when
+// has_claimed_at); otherwise both are cleared. Counters go to 0 and the poison
+// facts to NULL.
+struct RunCommitValues {
+  Datum document;  // jsonb
+  Datum status;    // text
+  int64 checkpoint_seq;
+  Datum checkpoint_type;  // docket.checkpoint_type
+  TimestampTz updated_at;
+  bool keep_claim;
+  bool has_claimed_at;
+  TimestampTz claimed_at;
+  bool has_wake_at;
+  TimestampTz wake_at;
+};
+
+enum class RowWrite {
+  applied,       // the row matched and holds the new version
+  no_match,      // no version visible now matches: nothing written
+  use_statement  // this path does not apply: nothing written
+};
+
+// Applies a commit to the row `fence` names. On `applied`, *queue is the
+// run's queue (text, in the caller's memory context).
+RowWrite write_commit(const RunFence& fence, const RunCommitValues& values, Datum* queue);
+
+}  // namespace docket::pg
