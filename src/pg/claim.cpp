@@ -15,6 +15,7 @@
 #include "pg/datum.hpp"
 #include "pg/input_limits.hpp"
 #include "pg/history.hpp"
+#include "pg/run_write.hpp"
 #include "pg/task_store.hpp"
 #include "pg/spi.hpp"
 
@@ -322,20 +323,21 @@ HistoryEvent poisoned_event(const ClaimRow& row, std::int64_t last_seq) {
 }
 
 // `n` claim tokens: random (version 4) UUIDs from one draw of the strong
-// random source.
-Datum fresh_tokens(int n) {
+// random source, UUID_LEN bytes each.
+std::vector<std::uint8_t> fresh_tokens(int n) {
   std::vector<std::uint8_t> bytes(static_cast<std::size_t>(n) * UUID_LEN);
   if (!call([&] { return pg_strong_random(bytes.data(), bytes.size()); }))
     throw std::runtime_error("claim: could not generate claim tokens");
-  std::vector<Datum> tokens(n);
   for (int i = 0; i < n; ++i) {
     std::uint8_t* token = bytes.data() + static_cast<std::size_t>(i) * UUID_LEN;
     token[6] = static_cast<std::uint8_t>((token[6] & 0x0fu) | 0x40u);  // version 4
     token[8] = static_cast<std::uint8_t>((token[8] & 0x3fu) | 0x80u);  // RFC 4122 variant
-    tokens[i] = PointerGetDatum(token);
   }
-  bool* no_nulls = nullptr;
-  return make_array(tokens.data(), no_nulls, n, UUIDOID);
+  return bytes;
+}
+
+Datum token_datum(std::vector<std::uint8_t>& tokens, std::size_t i) {
+  return PointerGetDatum(tokens.data() + i * UUID_LEN);
 }
 
 // Applies one update to `ids` and files each returned row at its place in
@@ -349,35 +351,9 @@ void apply(Statement& statement, const std::vector<std::string>& ids, const Ctid
            std::vector<ClaimRow>& output, std::vector<HistoryEvent>& history) {
   if (ids.empty()) return;
   const bool lease = &statement != &poison_statement;
-  const int n = static_cast<int>(ids.size());
-  Datum values[5] = {Datum(0), TimestampTzGetDatum(now), Int64GetDatum(lease_ms.value_or(0)),
-                     Datum(0), text_array(ids)};
-  if (lease) {
-    std::vector<ItemPointerData> where(ids.size());
-    std::vector<Datum> elements(ids.size());
-    for (std::size_t i = 0; i < ids.size(); ++i) {
-      where[i] = ctids.at(ids[i]).ctid;
-      elements[i] = PointerGetDatum(&where[i]);
-    }
-    bool* no_nulls = nullptr;
-    values[0] = make_array(elements.data(), no_nulls, n, TIDOID);
-    values[3] = fresh_tokens(n);
-  } else {
-    values[0] = values[4];  // poison_statement: $1 the run ids
-  }
-  const char nulls[6] = {' ', ' ', lease_ms ? ' ' : 'n', ' ', ' ', '\0'};
-  // Generic: in the default mode a custom plan (the array's length known)
-  // costs less than the generic one for a small batch, so every claim was
-  // planned anew; the generic plan is the same (TID scans for a lease, the
-  // primary key for a poisoning).
-  spi_prepare_generic(statement);
-  const std::uint64_t rows = spi_execute(statement, values, nulls);
-  if (rows != ids.size()) throw std::logic_error("claim_due: a locked candidate was not updated");
-  for (std::uint64_t row = 0; row < rows; ++row) {
-    // The row, copied out of SPI memory once: the claim's values outlive it.
-    Datum v[r_columns];
-    bool null[r_columns];
-    spi_row(row, v, null, r_columns, true);
+  // Files one updated row, its columns in the Returned order (outside SPI
+  // memory), at its place in the output.
+  auto file = [&](const Datum* v, const bool* null) {
     const std::string run_id = text_value(v[r_run_id - 1]);
     ClaimRow& out = output.at(position.at(run_id));
     auto copy = [&](ClaimColumn to, Returned from) {
@@ -408,6 +384,56 @@ void apply(Statement& statement, const std::vector<std::string>& ids, const Ctid
     }
     if (!out.leased && text_value(out.values[c_graph_hash]) == kTaskGraphHash)
       history.push_back(poisoned_event(out, DatumGetInt64(v[r_event_seq - 1])));
+  };
+
+  const int n = static_cast<int>(ids.size());
+  std::vector<std::uint8_t> tokens;
+  if (lease) tokens = fresh_tokens(n);
+  if (&statement == &lease_statement) {
+    // claim_due's lease, written directly where it can be (pg/run_write.hpp).
+    std::vector<RunLease> leases(ids.size());
+    for (std::size_t i = 0; i < ids.size(); ++i)
+      leases[i] = {ctids.at(ids[i]).ctid, text_datum(ids[i]), token_datum(tokens, i)};
+    std::vector<LeasedRow> rows(ids.size());
+    const LeaseValues values{now, lease_ms.has_value(), lease_ms.value_or(0)};
+    if (write_leases(leases.data(), n, values, rows.data())) {
+      static_assert(kLeaseColumns == r_queue, "write_leases returns lease_statement's columns");
+      for (const LeasedRow& row : rows) file(row.values, row.nulls);
+      return;
+    }
+  }
+
+  Datum values[5] = {Datum(0), TimestampTzGetDatum(now), Int64GetDatum(lease_ms.value_or(0)),
+                     Datum(0), text_array(ids)};
+  if (lease) {
+    std::vector<ItemPointerData> where(ids.size());
+    std::vector<Datum> elements(ids.size());
+    std::vector<Datum> token_elements(ids.size());
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      where[i] = ctids.at(ids[i]).ctid;
+      elements[i] = PointerGetDatum(&where[i]);
+      token_elements[i] = token_datum(tokens, i);
+    }
+    bool* no_nulls = nullptr;
+    values[0] = make_array(elements.data(), no_nulls, n, TIDOID);
+    values[3] = make_array(token_elements.data(), no_nulls, n, UUIDOID);
+  } else {
+    values[0] = values[4];  // poison_statement: $1 the run ids
+  }
+  const char nulls[6] = {' ', ' ', lease_ms ? ' ' : 'n', ' ', ' ', '\0'};
+  // Generic: in the default mode a custom plan (the array's length known)
+  // costs less than the generic one for a small batch, so every claim was
+  // planned anew; the generic plan is the same (TID scans for a lease, the
+  // primary key for a poisoning).
+  spi_prepare_generic(statement);
+  const std::uint64_t rows = spi_execute(statement, values, nulls);
+  if (rows != ids.size()) throw std::logic_error("claim_due: a locked candidate was not updated");
+  for (std::uint64_t row = 0; row < rows; ++row) {
+    // The row, copied out of SPI memory once: the claim's values outlive it.
+    Datum v[r_columns];
+    bool null[r_columns];
+    spi_row(row, v, null, r_columns, true);
+    file(v, null);
   }
 }
 

@@ -13,6 +13,11 @@ namespace docket::pg {
 
 namespace {
 
+// The writes this file makes: a commit's, and a claim's lease.
+enum Write { w_commit, w_lease, w_count };
+constexpr unsigned kByCommit = 1u << w_commit;
+constexpr unsigned kByLease = 1u << w_lease;
+
 // The columns read or written, and the type each must have.
 enum Column {
   c_run_id,
@@ -33,34 +38,44 @@ enum Column {
   c_claim_abandons,
   c_poisoned_at,
   c_poison_reason,
+  c_claim_started_at,
+  c_claim_renewed_at,
+  c_lease_ms,
+  c_claimed_seq,
+  c_claimed_attempt,
   c_count
 };
 
 struct ColumnSpec {
   const char* name;
-  Oid type;  // InvalidOid: checked by name only (the enum)
-  bool written;
+  Oid type;          // InvalidOid: checked by name only (the enum)
+  unsigned written;  // by which writes (kByCommit, kByLease)
 };
 
 const ColumnSpec kColumns[c_count] = {
-    {"run_id", TEXTOID, false},
-    {"tenant_id", TEXTOID, false},
-    {"queue", TEXTOID, false},
-    {"graph_id", TEXTOID, false},
-    {"graph_hash", TEXTOID, false},
-    {"status", TEXTOID, true},
-    {"checkpoint_seq", INT8OID, true},
-    {"checkpoint_type", InvalidOid, true},
-    {"started_at", TIMESTAMPTZOID, false},
-    {"updated_at", TIMESTAMPTZOID, true},
-    {"document", JSONBOID, true},
-    {"wake_at", TIMESTAMPTZOID, true},
-    {"claim_token", UUIDOID, true},
-    {"claimed_at", TIMESTAMPTZOID, true},
-    {"claim_attempts", INT4OID, true},
-    {"claim_abandons", INT4OID, true},
-    {"poisoned_at", TIMESTAMPTZOID, true},
-    {"poison_reason", TEXTOID, true},
+    {"run_id", TEXTOID, 0},
+    {"tenant_id", TEXTOID, 0},
+    {"queue", TEXTOID, 0},
+    {"graph_id", TEXTOID, 0},
+    {"graph_hash", TEXTOID, 0},
+    {"status", TEXTOID, kByCommit},
+    {"checkpoint_seq", INT8OID, kByCommit},
+    {"checkpoint_type", InvalidOid, kByCommit},
+    {"started_at", TIMESTAMPTZOID, 0},
+    {"updated_at", TIMESTAMPTZOID, kByCommit},
+    {"document", JSONBOID, kByCommit},
+    {"wake_at", TIMESTAMPTZOID, kByCommit | kByLease},
+    {"claim_token", UUIDOID, kByCommit | kByLease},
+    {"claimed_at", TIMESTAMPTZOID, kByCommit | kByLease},
+    {"claim_attempts", INT4OID, kByCommit | kByLease},
+    {"claim_abandons", INT4OID, kByCommit},
+    {"poisoned_at", TIMESTAMPTZOID, kByCommit},
+    {"poison_reason", TEXTOID, kByCommit},
+    {"claim_started_at", TIMESTAMPTZOID, kByLease},
+    {"claim_renewed_at", TIMESTAMPTZOID, kByLease},
+    {"lease_ms", INT8OID, kByLease},
+    {"claimed_seq", INT8OID, kByLease},
+    {"claimed_attempt", INT4OID, kByLease},
 };
 
 struct CachedIndex {
@@ -68,7 +83,9 @@ struct CachedIndex {
   IndexInfo* info;
   ExprState* predicate;  // nullptr: not partial
   bool unique;
-  bool unchanged;  // no key column is written: the executor's indexUnchanged hint
+  // Per write: none of its key columns is written (the executor's
+  // indexUnchanged hint, which lets btree delete older versions bottom-up).
+  bool unchanged[w_count];
 };
 
 // Per backend. `valid` is cleared by a relcache invalidation of the table (or
@@ -115,9 +132,9 @@ AttrNumber find_column(Relation rel, const ColumnSpec& spec) {
   return InvalidAttrNumber;
 }
 
-bool column_written(AttrNumber attnum) {
+bool column_written(AttrNumber attnum, Write write) {
   for (int c = 0; c < c_count; ++c)
-    if (kColumns[c].written && cache.attnum[c] == attnum) return true;
+    if ((kColumns[c].written & (1u << write)) != 0 && cache.attnum[c] == attnum) return true;
   return false;
 }
 
@@ -180,9 +197,12 @@ void build(Relation rel) {
                           : ExecInitQual(reinterpret_cast<List*>(expression_planner(
                                              reinterpret_cast<Expr*>(info->ii_Predicate))),
                                          nullptr);
-    entry.unchanged = true;
-    for (int k = 0; k < info->ii_NumIndexAttrs; ++k)
-      if (column_written(info->ii_IndexAttrNumbers[k])) entry.unchanged = false;
+    for (int w = 0; w < w_count; ++w) {
+      entry.unchanged[w] = true;
+      for (int k = 0; k < info->ii_NumIndexAttrs; ++k)
+        if (column_written(info->ii_IndexAttrNumbers[k], static_cast<Write>(w)))
+          entry.unchanged[w] = false;
+    }
     if (index->rd_index->indisprimary) {
       if (info->ii_NumIndexKeyAttrs == 1 &&
           info->ii_IndexAttrNumbers[0] == cache.attnum[c_run_id]) {
@@ -309,7 +329,7 @@ void check_row(Relation rel, const Datum* v, const bool* n) {
 // The new version's index entries (a non-HOT update), in the order
 // RelationGetIndexList gave: each partial index only when its predicate holds
 // on the new version, as ExecInsertIndexTuples does.
-void insert_index_entries(Relation rel, TupleTableSlot* slot) {
+void insert_index_entries(Relation rel, TupleTableSlot* slot, Write write) {
   ExprContext* econtext = CreateStandaloneExprContext();
   econtext->ecxt_scantuple = slot;
   for (int i = 0; i < cache.nindexes; ++i) {
@@ -325,32 +345,81 @@ void insert_index_entries(Relation rel, TupleTableSlot* slot) {
     bool nulls[INDEX_MAX_KEYS];
     FormIndexDatum(entry.info, slot, nullptr, values, nulls);
     index_insert(index, values, nulls, &slot->tts_tid, rel,
-                 entry.unique ? UNIQUE_CHECK_YES : UNIQUE_CHECK_NO, entry.unchanged, entry.info);
+                 entry.unique ? UNIQUE_CHECK_YES : UNIQUE_CHECK_NO, entry.unchanged[write],
+                 entry.info);
     index_close(index, NoLock);
   }
   FreeExprContext(econtext, true);
 }
 
-RowWrite write_commit_pg(const RunFence& fence, const RunCommitValues& values, Datum* queue) {
+// Opens the table for a write under a fresh snapshot (pushed active), or
+// returns nullptr when this path does not apply (see run_write.hpp).
+Relation open_for_write() {
+  // A read-only transaction (a standby's included) or parallel mode: the
+  // statement raises what the executor raises there.
+  if (XactReadOnly || IsInParallelMode()) return nullptr;
   Relation rel = open_runs();
   if (!cache.usable ||
       pg_class_aclcheck(cache.relid, GetUserId(), ACL_SELECT | ACL_UPDATE) != ACLCHECK_OK) {
     table_close(rel, NoLock);
-    return RowWrite::use_statement;
+    return nullptr;
   }
   CheckCmdReplicaIdentity(rel, CMD_UPDATE);
-
   // As SPI does before each statement that writes: what this transaction did
   // so far is visible, in a snapshot taken now.
   CommandCounterIncrement();
   PushActiveSnapshot(GetTransactionSnapshot());
-  const Snapshot snapshot = GetActiveSnapshot();
+  return rel;
+}
+
+void close_after_write(Relation rel) {
+  PopActiveSnapshot();
+  table_close(rel, NoLock);
+}
+
+// Column `c` of a slot's deformed row.
+Datum& value_of(TupleTableSlot* slot, Column c) {
+  return slot->tts_values[cache.attnum[c] - 1];
+}
+bool& null_of(TupleTableSlot* slot, Column c) {
+  return slot->tts_isnull[cache.attnum[c] - 1];
+}
+
+// Starts the next version of `old_slot`'s row in `new_slot` (virtual): a
+// copy of its columns, for the caller to change.
+void start_version(Relation rel, TupleTableSlot* old_slot, TupleTableSlot* new_slot) {
+  const int natts = RelationGetDescr(rel)->natts;
+  ExecClearTuple(new_slot);
+  memcpy(new_slot->tts_values, old_slot->tts_values, sizeof(Datum) * natts);
+  memcpy(new_slot->tts_isnull, old_slot->tts_isnull, sizeof(bool) * natts);
+}
+
+// Writes `new_slot` as the next version of `old_slot`'s row: the row's
+// constraints, the table access method's update, and the new version's index
+// entries when it is not a HOT update.
+TM_Result write_version(Relation rel, TupleTableSlot* old_slot, TupleTableSlot* new_slot,
+                        Write write) {
+  check_row(rel, new_slot->tts_values, new_slot->tts_isnull);
+  ExecStoreVirtualTuple(new_slot);
+  TM_FailureData failure;
+  LockTupleMode lock_mode;
+  bool update_indexes = false;
+  const TM_Result result = table_tuple_update(
+      rel, &old_slot->tts_tid, new_slot, GetCurrentCommandId(true), GetActiveSnapshot(),
+      InvalidSnapshot, true, &failure, &lock_mode, &update_indexes);
+  if (result == TM_Ok && update_indexes) insert_index_entries(rel, new_slot, write);
+  return result;
+}
+
+RowWrite write_commit_pg(const RunFence& fence, const RunCommitValues& values, Datum* queue) {
+  Relation rel = open_for_write();
+  if (rel == nullptr) return RowWrite::use_statement;
 
   Relation pkey = index_open(cache.pkey, RowExclusiveLock);
   ScanKeyData key;
   ScanKeyEntryInitialize(&key, 0, 1, BTEqualStrategyNumber, InvalidOid, cache.pkey_collation,
                          F_TEXTEQ, fence.run_id);
-  IndexScanDesc scan = index_beginscan(rel, pkey, snapshot, 1, 0);
+  IndexScanDesc scan = index_beginscan(rel, pkey, GetActiveSnapshot(), 1, 0);
   index_rescan(scan, &key, 1, nullptr, 0);
   TupleTableSlot* old_slot = table_slot_create(rel, nullptr);
   const bool found = index_getnext_slot(scan, ForwardScanDirection, old_slot);
@@ -361,25 +430,12 @@ RowWrite write_commit_pg(const RunFence& fence, const RunCommitValues& values, D
   if (found) {
     slot_getallattrs(old_slot);
     if (fence_holds(old_slot->tts_values, old_slot->tts_isnull, fence)) {
-      const TupleDesc desc = RelationGetDescr(rel);
-      TupleTableSlot* new_slot = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
-      ExecClearTuple(new_slot);
-      memcpy(new_slot->tts_values, old_slot->tts_values, sizeof(Datum) * desc->natts);
-      memcpy(new_slot->tts_isnull, old_slot->tts_isnull, sizeof(bool) * desc->natts);
+      TupleTableSlot* new_slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
+      start_version(rel, old_slot, new_slot);
       set_commit_values(new_slot->tts_values, new_slot->tts_isnull, values);
-      check_row(rel, new_slot->tts_values, new_slot->tts_isnull);
-      ExecStoreVirtualTuple(new_slot);
-
-      TM_FailureData failure;
-      LockTupleMode lock_mode;
-      bool update_indexes = false;
-      const TM_Result result =
-          table_tuple_update(rel, &old_slot->tts_tid, new_slot, GetCurrentCommandId(true), snapshot,
-                             InvalidSnapshot, true, &failure, &lock_mode, &update_indexes);
-      switch (result) {
+      switch (const TM_Result result = write_version(rel, old_slot, new_slot, w_commit)) {
         case TM_Ok:
-          if (update_indexes) insert_index_entries(rel, new_slot);
-          *queue = datumCopy(old_slot->tts_values[cache.attnum[c_queue] - 1], false, -1);
+          *queue = datumCopy(value_of(old_slot, c_queue), false, -1);
           outcome = RowWrite::applied;
           break;
         case TM_SelfModified:
@@ -395,15 +451,83 @@ RowWrite write_commit_pg(const RunFence& fence, const RunCommitValues& values, D
     }
   }
   ExecDropSingleTupleTableSlot(old_slot);
-  PopActiveSnapshot();
-  table_close(rel, NoLock);
+  close_after_write(rel);
   return outcome;
+}
+
+// The lease's columns (lease_statement's SET list), over a copy of the old
+// ones.
+void set_lease_values(TupleTableSlot* slot, Datum token, const LeaseValues& values) {
+  auto set = [&](Column c, Datum value, bool null) {
+    value_of(slot, c) = value;
+    null_of(slot, c) = null;
+  };
+  const int32 attempts = DatumGetInt32(value_of(slot, c_claim_attempts));
+  if (null_of(slot, c_claim_attempts) || attempts == PG_INT32_MAX)
+    ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE), errmsg("integer out of range")));
+  const Datum now = TimestampTzGetDatum(values.now);
+  set(c_claim_token, token, false);
+  set(c_claimed_at, now, false);
+  set(c_claim_started_at, now, false);
+  set(c_claim_renewed_at, now, false);
+  set(c_wake_at, 0, true);
+  set(c_claim_attempts, Int32GetDatum(attempts + 1), false);
+  set(c_lease_ms, Int64GetDatum(values.lease_ms), !values.has_lease_ms);
+  set(c_claimed_seq, 0, true);
+  set(c_claimed_attempt, 0, true);
+}
+
+bool write_leases_pg(const RunLease* leases, int count, const LeaseValues& values, LeasedRow* out) {
+  Relation rel = open_for_write();
+  if (rel == nullptr) return false;
+  TupleTableSlot* old_slot = table_slot_create(rel, nullptr);
+  TupleTableSlot* new_slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
+  for (int i = 0; i < count; ++i) {
+    const RunLease& lease = leases[i];
+    ItemPointerData tid = lease.ctid;
+    // The candidate scan locked this version: it is the row's latest.
+    if (!table_tuple_fetch_row_version(rel, &tid, GetActiveSnapshot(), old_slot))
+      elog(ERROR, "docket: a locked claim candidate is not visible");
+    slot_getallattrs(old_slot);
+    if (null_of(old_slot, c_run_id) || !same_text(value_of(old_slot, c_run_id), lease.run_id))
+      elog(ERROR, "docket: a locked claim candidate is another run");
+    start_version(rel, old_slot, new_slot);
+    set_lease_values(new_slot, lease.token, values);
+    const TM_Result result = write_version(rel, old_slot, new_slot, w_lease);
+    if (result != TM_Ok)
+      elog(ERROR, "docket: a locked claim candidate changed under its lock (%d)",
+           static_cast<int>(result));
+    // lease_statement's RETURNING list, into the context SPI_connect was
+    // called in.
+    static const Column kReturned[kLeaseColumns] = {
+        c_run_id,         c_tenant_id,     c_graph_id,   c_graph_hash,
+        c_checkpoint_seq, c_claim_token,   c_claimed_at, c_claim_attempts,
+        c_poisoned_at,    c_poison_reason, c_queue};
+    for (int k = 0; k < kLeaseColumns; ++k) {
+      const Form_pg_attribute attr =
+          TupleDescAttr(RelationGetDescr(rel), cache.attnum[kReturned[k]] - 1);
+      out[i].nulls[k] = null_of(new_slot, kReturned[k]);
+      out[i].values[k] = out[i].nulls[k] ? Datum(0)
+                                         : SPI_datumTransfer(value_of(new_slot, kReturned[k]),
+                                                             attr->attbyval, attr->attlen);
+    }
+    ExecClearTuple(new_slot);
+    ExecClearTuple(old_slot);
+  }
+  ExecDropSingleTupleTableSlot(new_slot);
+  ExecDropSingleTupleTableSlot(old_slot);
+  close_after_write(rel);
+  return true;
 }
 
 }  // namespace
 
 RowWrite write_commit(const RunFence& fence, const RunCommitValues& values, Datum* queue) {
   return call([&] { return write_commit_pg(fence, values, queue); });
+}
+
+bool write_leases(const RunLease* leases, int count, const LeaseValues& values, LeasedRow* out) {
+  return call([&] { return write_leases_pg(leases, count, values, out); });
 }
 
 }  // namespace docket::pg

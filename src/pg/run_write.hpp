@@ -1,5 +1,6 @@
-// run_write: a commit's update of one docket.runs row, written through the
-// table and index access methods instead of an UPDATE statement.
+// run_write: a commit's update of one docket.runs row, and claim_due's lease
+// of the rows its candidate scan locked, written through the table and index
+// access methods instead of an UPDATE statement.
 //
 // A single-row UPDATE through SPI starts an executor for each call: about
 // three fifths of a commit's instructions went to starting it (opening seven
@@ -20,10 +21,9 @@
 // trigger on the table fires on UPDATE but the foreign keys' own (the run id,
 // their key, never changes), no rule, row security, inheritance child,
 // expression or exclusion index or deferred unique index, and the caller may
-// select and update the table. Otherwise, and when the row was changed by a
-// transaction that committed after this call's snapshot, it answers
-// `use_statement` and the caller runs its UPDATE statement, whose re-check
-// under the row lock decides.
+// select and update the table, in a transaction that may write. Otherwise, and when the row was
+// changed by a transaction that committed after this call's snapshot, it answers `use_statement`
+// and the caller runs its UPDATE statement, whose re-check under the row lock decides.
 #pragma once
 
 #include "pg/boundary.hpp"
@@ -72,5 +72,39 @@ enum class RowWrite {
 // Applies a commit to the row `fence` names. On `applied`, *queue is the
 // run's queue (text, in the caller's memory context).
 RowWrite write_commit(const RunFence& fence, const RunCommitValues& values, Datum* queue);
+
+// A run to lease: the row version the candidate scan locked (this
+// transaction holds its lock), checked to be run `run_id`, and its new token.
+struct RunLease {
+  ItemPointerData ctid;
+  Datum run_id;  // text
+  Datum token;   // uuid
+};
+
+// The lease's columns (claim.cpp's lease_statement): the token, claimed_at,
+// claim_started_at and claim_renewed_at `now`, wake_at NULL, one more claim
+// attempt, lease_ms (NULL unless has_lease_ms), claimed_seq and
+// claimed_attempt NULL.
+struct LeaseValues {
+  TimestampTz now;
+  bool has_lease_ms;
+  int64 lease_ms;
+};
+
+// A leased row's columns, in the order of lease_statement's RETURNING list:
+// run_id, tenant_id, graph_id, graph_hash, checkpoint_seq, claim_token,
+// claimed_at, claim_attempts, poisoned_at, poison_reason, queue.
+constexpr int kLeaseColumns = 11;
+struct LeasedRow {
+  Datum values[kLeaseColumns];
+  bool nulls[kLeaseColumns];
+};
+
+// Leases `count` locked runs, filling out[0..count): returns false, having
+// written nothing, when this path does not apply (the caller runs
+// lease_statement). A candidate that is not where the scan locked it raises
+// an error (it cannot move under the lock). Needs an open SPI connection: the
+// returned values are copied into the context SPI_connect was called in.
+bool write_leases(const RunLease* leases, int count, const LeaseValues& values, LeasedRow* out);
 
 }  // namespace docket::pg

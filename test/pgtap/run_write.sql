@@ -1,12 +1,12 @@
--- docket.commit's write (src/pg/run_write.cpp): the run row is updated
--- through the table and index access methods, not an UPDATE statement. What
--- an UPDATE would do must still all be done: every index holds the new
--- version (amcheck's heapallindexed, which finds a missing entry), an index
--- made after the first commit of the session is written too, and a table with
--- something the direct write does not do (a trigger, an expression index)
--- gets the statement instead.
+-- docket.commit's and claim_due's lease writes (src/pg/run_write.cpp): the
+-- run row is updated through the table and index access methods, not an
+-- UPDATE statement. What an UPDATE would do must still all be done: every
+-- index holds the new version (amcheck's heapallindexed, which finds a
+-- missing entry), an index made after the first write of the session is
+-- written too, and a table with something the direct write does not do (a
+-- trigger, an expression index) gets the statement instead.
 BEGIN;
-SELECT plan(23);
+SELECT plan(30);
 SET LOCAL docket.max_clock_skew = '36500d';
 SET LOCAL TimeZone = 'UTC';
 SET LOCAL docket.fake_now = '2030-01-01 00:10:00+00';
@@ -44,6 +44,18 @@ FROM generate_series(0, 11) g;
 CREATE TEMP TABLE lease AS
   SELECT run_id, claim_token AS token FROM docket.claim_due(claim_limit => 20) WHERE outcome = 'lease';
 SELECT is((SELECT count(*) FROM lease), 12::bigint, 'twelve runs claimed');
+SELECT is(pg_temp.unindexed(), '{}'::text[], 'every index holds every leased version');
+SELECT results_eq(
+  $$ SELECT count(*), count(DISTINCT claim_token), min(claim_attempts), max(claim_attempts),
+            bool_and(claimed_at = pg_temp.t(600) AND claim_started_at = pg_temp.t(600)
+                     AND claim_renewed_at = pg_temp.t(600)),
+            bool_and(wake_at IS NULL AND lease_ms IS NULL AND claimed_seq IS NULL
+                     AND claimed_attempt IS NULL)
+       FROM docket.runs WHERE claim_token IS NOT NULL $$,
+  $$ VALUES (12::bigint, 12::bigint, 1, 1, true, true) $$,
+  'each lease wrote the columns the lease statement writes');
+SELECT is((SELECT count(*) FROM lease l JOIN docket.runs r USING (run_id) WHERE r.claim_token = l.token),
+          12::bigint, 'each run holds the token claim_due returned');
 
 -- Every schedule, through the direct write.
 CREATE FUNCTION pg_temp.commit_as(id text, status text, schedule text, wake timestamptz DEFAULT NULL,
@@ -115,7 +127,18 @@ SELECT matches(pg_temp.err(format($$ SELECT docket.commit('tenantless', pg_temp.
 SELECT is((SELECT string_agg(status || checkpoint_seq, ',' ORDER BY run_id) FROM docket.runs
             WHERE run_id IN ('w-8', 'w-9')), 'running0,running0', 'and the runs are unchanged');
 
--- An index made after this session's first commit is written too (the
+-- In a read-only transaction the commit raises what an UPDATE raises there
+-- (25006), and changes nothing.
+SELECT is(pg_temp.err(format($$ SET LOCAL transaction_read_only = on;
+                               SELECT docket.commit('tenantless', pg_temp.next('w-9', 1, 'completed'), 0,
+                                                    %L, 'run_completed', 'terminal') $$,
+                             (SELECT token FROM lease WHERE run_id = 'w-9'))),
+          '25006 cannot execute UPDATE in a read-only transaction',
+          'a read-only transaction cannot commit');
+SELECT is((SELECT status || checkpoint_seq FROM docket.runs WHERE run_id = 'w-9'), 'running0',
+          'and the run is unchanged');
+
+-- An index made after this session's first write is written too (the
 -- cached index list is rebuilt on the table's invalidation).
 CREATE INDEX tap_runs_done_graph ON docket.runs (graph_id, run_id) WHERE status = 'completed';
 SELECT pg_temp.commit_as('w-8', 'completed', 'terminal');
@@ -142,6 +165,13 @@ CREATE TRIGGER tap_runs_seen BEFORE UPDATE ON docket.runs FOR EACH ROW EXECUTE F
 SELECT pg_temp.commit_as('w-10', 'completed', 'terminal');
 SELECT results_eq($$ SELECT run_id, status FROM seen $$, $$ VALUES ('w-10', 'completed') $$,
                   'a BEFORE UPDATE trigger fires for a commit');
+SELECT docket.insert_run('tenantless', pg_temp.doc('w-12', 0), 'run_initialized', pg_temp.t(0));
+SELECT is((SELECT count(*) FROM docket.claim_due(claim_limit => 20)
+           WHERE outcome = 'lease' AND run_id = 'w-12'), 1::bigint, 'claim_due leases the new run');
+SELECT results_eq($$ SELECT run_id, status FROM seen WHERE run_id IN ('w-10', 'w-12') ORDER BY run_id $$,
+                  $$ VALUES ('w-10', 'completed'), ('w-12', 'running') $$,
+                  'and the trigger fires for the lease');
+DELETE FROM seen WHERE run_id <> 'w-10';
 SELECT is((SELECT status FROM docket.runs WHERE run_id = 'w-10'), 'completed', 'which applied');
 DROP TRIGGER tap_runs_seen ON docket.runs;
 SELECT pg_temp.commit_as('w-11', 'completed', 'terminal');
