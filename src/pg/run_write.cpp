@@ -172,7 +172,10 @@ void build(Relation rel) {
       AllocSetContextCreate(CacheMemoryContext, "docket run_write", ALLOCSET_SMALL_SIZES);
   const MemoryContext old = MemoryContextSwitchTo(cache.context);
 
-  bool usable = plain_table(rel);
+  // (The name too: an invalidation processed as the lock was taken may have
+  // been the table's drop, its number then another table's.)
+  bool usable = strcmp(RelationGetRelationName(rel), "runs") == 0 &&
+                get_namespace_oid("docket", true) == RelationGetNamespace(rel) && plain_table(rel);
   for (int c = 0; c < c_count; ++c) {
     cache.attnum[c] = find_column(rel, kColumns[c]);
     if (cache.attnum[c] == InvalidAttrNumber) usable = false;
@@ -225,7 +228,7 @@ Relation open_runs() {
     CacheRegisterRelcacheCallback(invalidate, PointerGetDatum(nullptr));
     cache.callback_registered = true;
   }
-  if (!OidIsValid(cache.relid)) cache.relid = runs_relid();
+  if (!cache.valid) cache.relid = runs_relid();
   Relation rel = try_table_open(cache.relid, RowExclusiveLock);
   if (rel == nullptr) {  // dropped since: the extension was made again
     cache.valid = false;
