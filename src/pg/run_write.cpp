@@ -1,5 +1,6 @@
-// run_write: see run_write.hpp. Everything below the public function runs
-// inside one pg::call: PostgreSQL code only, no C++ object with a destructor.
+// run_write: see run_write.hpp. Everything in the anonymous namespace runs
+// inside the one pg::call of write_commit or write_leases: PostgreSQL code
+// only, no C++ object with a destructor.
 #include "pg/run_write.hpp"
 
 #include <cstdint>
