@@ -7,8 +7,11 @@
 // same six rules in one call of eight columns, each rule failing only when it
 // is false, as a CHECK does (a NULL passes): the status is one of the five, the
 // counters are not negative, a claim token and its claimed_at come together,
-// and so do a poison time and its reason. It names no object, so it runs
-// without a search_path switch (as docket.now() does).
+// and so do a poison time and its reason. The rules themselves are the core's
+// run_row_rules_hold, which the direct writes of pg/run_write.cpp check too.
+// It names no object, so it runs without a search_path switch (as docket.now()
+// does).
+#include <cstdint>
 #include <optional>
 #include <string_view>
 
