@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "core/run.hpp"
+#include "pg/settings.hpp"
 
 namespace docket::pg {
 
@@ -360,8 +361,9 @@ void insert_index_entries(Relation rel, TupleTableSlot* slot, Write write) {
 // returns nullptr when this path does not apply (see run_write.hpp).
 Relation open_for_write() {
   // A read-only transaction (a standby's included) or parallel mode: the
-  // statement raises what the executor raises there.
-  if (XactReadOnly || IsInParallelMode()) return nullptr;
+  // statement raises what the executor raises there. docket.direct_writes
+  // off: the statements always.
+  if (XactReadOnly || IsInParallelMode() || !settings::direct_writes()) return nullptr;
   Relation rel = open_runs();
   if (!cache.usable ||
       pg_class_aclcheck(cache.relid, GetUserId(), ACL_SELECT | ACL_UPDATE) != ACLCHECK_OK) {

@@ -8,6 +8,7 @@ namespace {
 char* fake_now_value = nullptr;
 bool notify_value = true;
 int notify_interval_value = 100;
+bool direct_writes_value = true;
 double max_clock_skew_value = 300000;  // 5 minutes
 
 struct Cap {
@@ -44,6 +45,10 @@ int notify_interval_ms() noexcept {
   return notify_interval_value;
 }
 
+bool direct_writes() noexcept {
+  return direct_writes_value;
+}
+
 double max_clock_skew_ms() noexcept {
   return max_clock_skew_value;
 }
@@ -70,6 +75,15 @@ void define() {
       "transaction).",
       nullptr, &notify_interval_value, 100, 0, 3600000, PGC_USERSET, GUC_UNIT_MS, nullptr, nullptr,
       nullptr);
+  // Superusers only: with it on, these writes are no UPDATE statements, which
+  // statement-level audit hooks would log; a role must not be able to turn
+  // off what an administrator turned on for an audit.
+  DefineCustomBoolVariable(
+      "docket.direct_writes",
+      "commit and claim_due write run rows through the table and index access methods.",
+      "Off: they run their UPDATE statements instead, as statement-level hooks (auditing, "
+      "pg_stat_statements) see them. The rows written and the errors raised are the same.",
+      &direct_writes_value, true, PGC_SUSET, 0, nullptr, nullptr, nullptr);
   // Superusers only, like the clock: a role that could raise them could lift
   // the bounds they put on hostile input.
   DefineCustomRealVariable(

@@ -10,6 +10,10 @@ bool notify() noexcept;
 // docket.notify_interval_ms: at most one NOTIFY per queue per this many ms per backend.
 int notify_interval_ms() noexcept;
 
+// docket.direct_writes: commit and claim_due write run rows through the access
+// methods where they can (pg/run_write.hpp); off: always their statements.
+bool direct_writes() noexcept;
+
 // docket.max_clock_skew: how far (ms) a caller's `now` argument may be from docket.now().
 double max_clock_skew_ms() noexcept;
 

@@ -6,7 +6,7 @@
 -- written too, and a table with something the direct write does not do (a
 -- trigger, an expression index) gets the statement instead.
 BEGIN;
-SELECT plan(30);
+SELECT plan(35);
 SET LOCAL docket.max_clock_skew = '36500d';
 SET LOCAL TimeZone = 'UTC';
 SET LOCAL docket.fake_now = '2030-01-01 00:10:00+00';
@@ -191,6 +191,24 @@ SELECT docket.commit('tenantless', pg_temp.next('w-2', 2, 'completed'), 1,
 SELECT is((SELECT count(*) FROM seen WHERE run_id = 'statement'), 1::bigint,
           'a statement-level UPDATE trigger fires for a commit');
 DROP TRIGGER tap_runs_statement ON docket.runs;
+
+-- docket.direct_writes off: the statements write instead, to the same end.
+-- Superusers only: a role must not turn off what an audit needs.
+SELECT is(current_setting('docket.direct_writes'), 'on', 'docket.direct_writes is on by default');
+CREATE ROLE docket_tap_direct NOLOGIN;
+SELECT is(pg_temp.err($$SET LOCAL ROLE docket_tap_direct; SET LOCAL docket.direct_writes = on$$),
+          '42501 permission denied to set parameter "docket.direct_writes"',
+          'a role that is not a superuser cannot set docket.direct_writes');
+RESET ROLE;
+SET LOCAL docket.direct_writes = off;
+SELECT docket.insert_run('tenantless', pg_temp.doc('w-13', 0), 'run_initialized', pg_temp.t(0));
+SELECT is((SELECT count(*) FROM docket.claim_due(claim_limit => 20) WHERE outcome = 'lease' AND run_id = 'w-13'),
+          1::bigint, 'with direct writes off, claim_due leases');
+SELECT is(docket.commit('tenantless', pg_temp.next('w-13', 1, 'completed'), 0,
+                        (SELECT claim_token FROM docket.runs WHERE run_id = 'w-13'), 'run_completed',
+                        'terminal') ->> 'status', 'completed', 'and commit applies');
+SELECT is(pg_temp.unindexed(), '{}'::text[], 'and every index holds what the statements wrote');
+RESET docket.direct_writes;
 
 -- The foreign keys' own triggers (run_events, tasks reference the run id)
 -- do not stop the direct write: the id never changes.
