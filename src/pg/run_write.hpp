@@ -2,28 +2,29 @@
 // of the rows its candidate scan locked, written through the table and index
 // access methods instead of an UPDATE statement.
 //
-// A single-row UPDATE through SPI starts an executor for each call: about
-// three fifths of a commit's instructions went to starting it (opening seven
-// indexes, building their IndexInfos and projections), reading the CHECK
-// constraint's expression back from the catalog and planning it, and compiling
-// six partial-index predicates, all to write one row (bench/README.md,
-// "Seventeenth session"). Here what does not change from call to call (the
-// table's column numbers, its indexes' IndexInfos and compiled predicates) is
-// built once per backend and dropped when the table's relcache entry is
-// invalidated; a call finds the row by its primary key, checks the fence on
-// it, forms the new version, checks the table's row rules (the CHECK's own
-// function, core run_row_rules_hold) and NOT NULLs, updates it with
-// table_tuple_update and inserts the index entries a non-HOT version needs,
-// each partial index's predicate evaluated on the new version, as the
-// executor does.
+// An UPDATE through SPI starts an executor for each call: more than half of a
+// commit's instructions went to starting it (opening seven indexes, building
+// their IndexInfos and projections), reading the CHECK constraint's expression
+// back from the catalog and planning it, and compiling six partial-index
+// predicates, all to write one row (bench/README.md, "Seventeenth session").
+// Here what does not change from call to call (the table's column numbers, its
+// indexes' IndexInfos and compiled predicates) is built once per backend and
+// dropped when the table's relcache entry is invalidated. A commit finds the
+// row by its primary key and checks the fence on it; a lease takes the version
+// the candidate scan locked, by its ctid. Either forms the new version, checks
+// the table's row rules (core run_row_rules_hold, which the CHECK's function
+// calls too) and NOT NULLs, updates it with table_tuple_update and inserts the
+// index entries a non-HOT version needs, each partial index's predicate
+// evaluated on the new version, as the executor does.
 //
 // It applies only where that is the whole of what the statement would do: no
 // trigger on the table fires on UPDATE but the foreign keys' own (the run id,
 // their key, never changes), no rule, row security, inheritance child,
-// expression or exclusion index or deferred unique index, and the caller may
-// select and update the table, in a transaction that may write. Otherwise, and when the row was
-// changed by a transaction that committed after this call's snapshot, it answers `use_statement`
-// and the caller runs its UPDATE statement, whose re-check under the row lock decides.
+// expression or exclusion index or deferred unique index; the caller may
+// select and update the table; the transaction may write; docket.direct_writes
+// is on. Otherwise, and when the row was changed by a transaction that
+// committed after this call's snapshot, nothing is written and the caller runs
+// its UPDATE statement, whose re-check under the row lock decides.
 #pragma once
 
 #include "pg/boundary.hpp"
