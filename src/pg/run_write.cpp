@@ -340,11 +340,7 @@ void insert_index_entries(Relation rel, TupleTableSlot* slot, Write write) {
   for (int i = 0; i < cache.nindexes; ++i) {
     const CachedIndex& entry = cache.indexes[i];
     if (!entry.info->ii_ReadyForInserts) continue;
-    if (entry.predicate != nullptr && !ExecQual(entry.predicate, econtext)) {
-      ResetExprContext(econtext);
-      continue;
-    }
-    ResetExprContext(econtext);
+    if (entry.predicate != nullptr && !ExecQualAndReset(entry.predicate, econtext)) continue;
     Relation index = index_open(entry.oid, RowExclusiveLock);
     Datum values[INDEX_MAX_KEYS];
     bool nulls[INDEX_MAX_KEYS];
