@@ -7,7 +7,11 @@
 #     terminal: bench.docket_cycle against bench.raw_cycle;
 #   drain: bench/worker's drain, claim_tasks of up to 100, commit, then
 #     complete_tasks of them, commit: against the raw two-commit loop at batch
-#     100 (raw_two_commit.pgbench's two statements).
+#     100 (raw_two_commit.pgbench's two statements);
+#   steps: the drain with three step checkpoints between claim and completion,
+#     each a complete_steps of the whole batch in its own transaction (bench/
+#     worker's 3-step tasks, flushed by the pool's group commit), per task
+#     against the same raw loop per job.
 #
 # Throughput on this machine moves with its other tenants, and CPU seconds move
 # less but still by several percent; an instruction count is the same from run
@@ -17,10 +21,10 @@
 # counted. The ratio raw / docket is the same shape as bench/claim's throughput
 # ratio, to read beside it.
 #
-#   bash bench/cpu/instructions.sh [claim|drain]   (about 2 minutes each on 2 cores)
+#   bash bench/cpu/instructions.sh [claim|drain|steps]   (about 2 minutes each on 2 cores)
 # Knobs (environment): BENCH_PORT (54361: the cluster is started once to set up,
 # then used by postgres --single), CYCLES_A and CYCLES_B (claim: 50 and 150;
-# drain: 10 and 40): each system runs A and B cycles from the same fresh state
+# drain and steps: 10 and 40): each system runs A and B cycles from the same fresh state
 # (10,000 due runs or jobs, vacuumed, checkpointed), and the figure is the
 # difference over the runs of B - A cycles, which leaves out what the first
 # cycles pay once (plans, caches),
@@ -34,8 +38,8 @@ cd "$(dirname "$0")/../.."
 KIND=${1:-claim}
 case $KIND in
   claim) batch=10 CYCLES_A=${CYCLES_A:-50} CYCLES_B=${CYCLES_B:-150} ;;
-  drain) batch=100 CYCLES_A=${CYCLES_A:-10} CYCLES_B=${CYCLES_B:-40} ;;
-  *) echo "unknown kind $KIND (claim or drain)" >&2; exit 2 ;;
+  drain | steps) batch=100 CYCLES_A=${CYCLES_A:-10} CYCLES_B=${CYCLES_B:-40} ;;
+  *) echo "unknown kind $KIND (claim, drain or steps)" >&2; exit 2 ;;
 esac
 PORT=${BENCH_PORT:-54361}
 DB=bench_ir
@@ -60,10 +64,18 @@ CREATE OR REPLACE PROCEDURE bench.ir_drain(sys text, n int) LANGUAGE plpgsql AS 
 DECLARE ids text[]; toks uuid[];
 BEGIN
   FOR i IN 1..n LOOP
-    IF sys = 'docket' THEN
+    IF sys IN ('docket', 'steps') THEN
       SELECT array_agg(run_id), array_agg(claim_token) INTO ids, toks
         FROM docket.claim_tasks('ir', 100, 30000);
       COMMIT;
+      IF sys = 'steps' THEN
+        FOR s IN 1..3 LOOP
+          PERFORM count(*) FROM docket.complete_steps(ids, toks,
+            array_fill(('s' || s)::text, ARRAY[cardinality(ids)]),
+            array_fill(to_jsonb(s), ARRAY[cardinality(ids)]));
+          COMMIT;
+        END LOOP;
+      END IF;
       PERFORM count(*) FROM docket.complete_tasks(ids, toks, array_fill('null'::jsonb, ARRAY[cardinality(ids)]));
     ELSE
       WITH claimed AS (
@@ -126,8 +138,10 @@ SQL
 
 declare -A per_run
 for sys in docket raw; do
-  a=$(ir "$sys" "$CYCLES_A")
-  b=$(ir "$sys" "$CYCLES_B")
+  call=$sys
+  if [ "$KIND" = steps ] && [ "$sys" = docket ]; then call=steps; fi
+  a=$(ir "$call" "$CYCLES_A")
+  b=$(ir "$call" "$CYCLES_B")
   per_run[$sys]=$(((b - a) / (batch * (CYCLES_B - CYCLES_A))))
   result "cpu.ir.$KIND.$sys" "${per_run[$sys]}"
 done

@@ -15,10 +15,12 @@ namespace docket::pg {
 
 namespace {
 
-// The writes this file makes: a commit's, and a claim's lease.
-enum Write { w_commit, w_lease, w_count };
+// The writes this file makes: a commit's, a claim's lease, and a step
+// checkpoint's claim refresh.
+enum Write { w_commit, w_lease, w_step, w_count };
 constexpr unsigned kByCommit = 1u << w_commit;
 constexpr unsigned kByLease = 1u << w_lease;
+constexpr unsigned kByStep = 1u << w_step;
 
 // The columns read or written, and the type each must have.
 enum Column {
@@ -45,13 +47,15 @@ enum Column {
   c_lease_ms,
   c_claimed_seq,
   c_claimed_attempt,
+  c_deadline_at,
+  c_event_seq,
   c_count
 };
 
 struct ColumnSpec {
   const char* name;
   Oid type;          // InvalidOid: checked by name only (the enum)
-  unsigned written;  // by which writes (kByCommit, kByLease)
+  unsigned written;  // by which writes (kByCommit, kByLease, kByStep)
 };
 
 const ColumnSpec kColumns[c_count] = {
@@ -68,16 +72,18 @@ const ColumnSpec kColumns[c_count] = {
     {"document", JSONBOID, kByCommit},
     {"wake_at", TIMESTAMPTZOID, kByCommit | kByLease},
     {"claim_token", UUIDOID, kByCommit | kByLease},
-    {"claimed_at", TIMESTAMPTZOID, kByCommit | kByLease},
-    {"claim_attempts", INT4OID, kByCommit | kByLease},
+    {"claimed_at", TIMESTAMPTZOID, kByCommit | kByLease | kByStep},
+    {"claim_attempts", INT4OID, kByCommit | kByLease | kByStep},
     {"claim_abandons", INT4OID, kByCommit},
     {"poisoned_at", TIMESTAMPTZOID, kByCommit},
     {"poison_reason", TEXTOID, kByCommit},
     {"claim_started_at", TIMESTAMPTZOID, kByLease},
-    {"claim_renewed_at", TIMESTAMPTZOID, kByLease},
+    {"claim_renewed_at", TIMESTAMPTZOID, kByLease | kByStep},
     {"lease_ms", INT8OID, kByLease},
     {"claimed_seq", INT8OID, kByLease},
     {"claimed_attempt", INT4OID, kByLease},
+    {"deadline_at", TIMESTAMPTZOID, 0},
+    {"event_seq", INT8OID, kByStep},
 };
 
 struct CachedIndex {
@@ -522,7 +528,102 @@ bool write_leases_pg(const RunLease* leases, int count, const LeaseValues& value
   return true;
 }
 
+// held_statement's WHERE clause (task_steps.cpp) on the version found: the
+// run, its token, a task, not past its deadline.
+bool step_fence_holds(TupleTableSlot* slot, const StepRefresh& item, TimestampTz now) {
+  if (null_of(slot, c_run_id) || !same_text(value_of(slot, c_run_id), item.run_id)) return false;
+  if (null_of(slot, c_claim_token) || memcmp(DatumGetUUIDP(value_of(slot, c_claim_token))->data,
+                                             DatumGetUUIDP(item.token)->data, UUID_LEN) != 0)
+    return false;
+  const text* hash =
+      null_of(slot, c_graph_hash) ? nullptr : DatumGetTextPP(value_of(slot, c_graph_hash));
+  if (hash == nullptr || VARSIZE_ANY_EXHDR(hash) != 4 || memcmp(VARDATA_ANY(hash), "task", 4) != 0)
+    return false;
+  return null_of(slot, c_deadline_at) || DatumGetTimestampTz(value_of(slot, c_deadline_at)) > now;
+}
+
+// The largest lease_ms whose half a lease, in microseconds, is subtracted
+// from a timestamp here without overflow; beyond it (never from claim_tasks,
+// whose lease is capped) the statement computes, and raises, as it would.
+constexpr int64 kMaxStepLeaseMs = INT64CONST(1) << 40;
+
+// held_statement's SET list over a copy of the old columns; false when a
+// value would be out of range, which the statement raises.
+bool set_step_values(TupleTableSlot* slot, const StepRefresh& item, TimestampTz now) {
+  const TimestampTz claimed_at = DatumGetTimestampTz(value_of(slot, c_claimed_at));
+  // greatest(claimed_at, now): NULLs ignored.
+  const TimestampTz forward = null_of(slot, c_claimed_at) || claimed_at < now ? now : claimed_at;
+  const int64 lease_ms =
+      null_of(slot, c_lease_ms) ? 30000 : DatumGetInt64(value_of(slot, c_lease_ms));
+  if (lease_ms < -kMaxStepLeaseMs || lease_ms > kMaxStepLeaseMs) return false;
+  const int64 event_seq = DatumGetInt64(value_of(slot, c_event_seq));
+  int64 next_seq = 0;
+  if (null_of(slot, c_event_seq) || pg_add_s64_overflow(event_seq, item.fresh, &next_seq))
+    return false;
+  // claim_renewed_at < now - lease_ms * 0.5 ms (NULL: not renewed).
+  int64 cutoff = 0;
+  if (pg_sub_s64_overflow(now, lease_ms * 500, &cutoff) || !IS_VALID_TIMESTAMP(cutoff))
+    return false;
+  if (!null_of(slot, c_claim_renewed_at) &&
+      DatumGetTimestampTz(value_of(slot, c_claim_renewed_at)) < cutoff)
+    value_of(slot, c_claim_renewed_at) = TimestampTzGetDatum(forward);
+  value_of(slot, c_claimed_at) = TimestampTzGetDatum(forward);
+  null_of(slot, c_claimed_at) = false;
+  if (item.fresh > 0) {
+    value_of(slot, c_claim_attempts) = Int32GetDatum(0);
+    null_of(slot, c_claim_attempts) = false;
+  }
+  value_of(slot, c_event_seq) = Int64GetDatum(next_seq);
+  return true;
+}
+
+int write_step_refreshes_pg(const StepRefresh* items, int from, int count, TimestampTz now,
+                            StepRefreshed* out) {
+  Relation rel = open_for_write();
+  if (rel == nullptr) return -1;
+  Relation pkey = index_open(cache.pkey, RowExclusiveLock);
+  TupleTableSlot* old_slot = table_slot_create(rel, nullptr);
+  TupleTableSlot* new_slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
+  IndexScanDesc scan = index_beginscan(rel, pkey, GetActiveSnapshot(), 1, 0);
+  int i = from;
+  for (; i < count; ++i) {
+    const StepRefresh& item = items[i];
+    out[i] = StepRefreshed{};
+    ScanKeyData key;
+    ScanKeyEntryInitialize(&key, 0, 1, BTEqualStrategyNumber, InvalidOid, cache.pkey_collation,
+                           F_TEXTEQ, item.run_id);
+    index_rescan(scan, &key, 1, nullptr, 0);
+    if (!index_getnext_slot(scan, ForwardScanDirection, old_slot)) continue;
+    slot_getallattrs(old_slot);
+    if (!step_fence_holds(old_slot, item, now)) {
+      ExecClearTuple(old_slot);
+      continue;
+    }
+    start_version(rel, old_slot, new_slot);
+    if (!set_step_values(new_slot, item, now)) break;
+    const TM_Result result = write_version(rel, old_slot, new_slot, w_step);
+    if (result == TM_SelfModified || result == TM_Updated || result == TM_Deleted) break;
+    if (result != TM_Ok)
+      elog(ERROR, "docket: unexpected result %d refreshing a claim", static_cast<int>(result));
+    out[i].held = true;
+    out[i].event_seq = DatumGetInt64(value_of(new_slot, c_event_seq));
+    ExecClearTuple(new_slot);
+    ExecClearTuple(old_slot);
+  }
+  index_endscan(scan);
+  index_close(pkey, NoLock);
+  ExecDropSingleTupleTableSlot(new_slot);
+  ExecDropSingleTupleTableSlot(old_slot);
+  close_after_write(rel);
+  return i;
+}
+
 }  // namespace
+
+int write_step_refreshes(const StepRefresh* items, int from, int count, TimestampTz now,
+                         StepRefreshed* out) {
+  return call([&] { return write_step_refreshes_pg(items, from, count, now, out); });
+}
 
 RowWrite write_commit(const RunFence& fence, const RunCommitValues& values, Datum* queue) {
   return call([&] { return write_commit_pg(fence, values, queue); });

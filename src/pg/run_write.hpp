@@ -1,6 +1,7 @@
-// run_write: a commit's update of one docket.runs row, and claim_due's lease
-// of the rows its candidate scan locked, written through the table and index
-// access methods instead of an UPDATE statement.
+// run_write: a commit's update of one docket.runs row, claim_due's lease of
+// the rows its candidate scan locked, and a step checkpoint's claim refresh,
+// written through the table and index access methods instead of an UPDATE
+// statement.
 //
 // An UPDATE through SPI starts an executor for each call: more than half of a
 // commit's instructions went to starting it (opening seven indexes, building
@@ -9,13 +10,14 @@
 // predicates, all to write one row (bench/README.md, "Seventeenth session").
 // Here what does not change from call to call (the table's column numbers, its
 // indexes' IndexInfos and compiled predicates) is built once per backend and
-// dropped when the table's relcache entry is invalidated. A commit finds the
-// row by its primary key and checks the fence on it; a lease takes the version
-// the candidate scan locked, by its ctid. Either forms the new version, checks
-// the table's row rules (core run_row_rules_hold, which the CHECK's function
-// calls too) and NOT NULLs, updates it with table_tuple_update and inserts the
-// index entries a non-HOT version needs, each partial index's predicate
-// evaluated on the new version, as the executor does.
+// dropped when the table's relcache entry is invalidated. A commit and a step
+// refresh find the row by its primary key and check the fence on it; a lease
+// takes the version the candidate scan locked, by its ctid. Each forms the
+// new version, checks the table's row rules (core run_row_rules_hold, which
+// the CHECK's function calls too) and NOT NULLs, updates it with
+// table_tuple_update and inserts the index entries a non-HOT version needs,
+// each partial index's predicate evaluated on the new version, as the executor
+// does.
 //
 // It applies only where that is the whole of what the statement would do: no
 // trigger on the table fires on UPDATE but the foreign keys' own (the run id,
@@ -107,5 +109,30 @@ struct LeasedRow {
 // an error (it cannot move under the lock). Needs an open SPI connection: the
 // returned values are copied into the context SPI_connect was called in.
 bool write_leases(const RunLease* leases, int count, const LeaseValues& values, LeasedRow* out);
+
+// A step checkpoint's claim refresh of one held task (task_steps.cpp's
+// held_statement): matched by run id, token, a task's graph and its deadline
+// after `now`; claimed_at moves forward to `now`, claim_renewed_at too once
+// half the lease has passed since it, claim_attempts goes to 0 when `fresh`
+// > 0, and event_seq advances by `fresh`.
+struct StepRefresh {
+  Datum run_id;  // text
+  Datum token;   // uuid
+  int64 fresh;   // the run's steps this call stores
+};
+struct StepRefreshed {
+  bool held = false;    // the row matched and holds the new version
+  int64 event_seq = 0;  // then its counter after the update
+};
+
+// Refreshes items[from..count) in that order (the lock order), each found by
+// its primary key under one fresh snapshot, until one needs the statement: a
+// row changed since the snapshot (the statement's re-check under the lock
+// decides), or a value out of range (the statement raises). Returns that
+// item's index, count when every item was decided here (out[i].held false:
+// no version visible matches), or -1 when this path does not apply (nothing
+// written).
+int write_step_refreshes(const StepRefresh* items, int from, int count, TimestampTz now,
+                         StepRefreshed* out);
 
 }  // namespace docket::pg

@@ -15,6 +15,7 @@
 #include "pg/claim.hpp"
 #include "pg/datum.hpp"
 #include "pg/input_limits.hpp"
+#include "pg/run_write.hpp"
 #include "pg/spi.hpp"
 #include "pg/task_store.hpp"
 
@@ -232,6 +233,56 @@ void insert_fresh(const std::vector<StepItem>& items, const std::vector<int>& in
   }
 }
 
+// held_statement over runs [from, to) of the three arrays, each returned row
+// recorded in `held`.
+void refresh_by_statement(const std::vector<Datum>& run_ids, const std::vector<Datum>& tokens,
+                          const std::vector<Datum>& fresh, int from, int to, Micros now,
+                          std::unordered_map<std::string, std::pair<Token, std::int64_t>>& held) {
+  bool* no_nulls = nullptr;
+  const int m = to - from;
+  const Datum params[4] = {TimestampTzGetDatum(now),
+                           make_array(run_ids.data() + from, no_nulls, m, TEXTOID),
+                           make_array(tokens.data() + from, no_nulls, m, UUIDOID),
+                           make_array(fresh.data() + from, no_nulls, m, INT8OID)};
+  spi_prepare_generic(held_statement);
+  const std::uint64_t rows = spi_execute(held_statement, params, nullptr);
+  for (std::uint64_t row = 0; row < rows; ++row) {
+    bool isnull = false;
+    std::string id = text_value(spi_value(row, 1, &isnull));
+    const Token token = token_value(spi_value(row, 2, &isnull));
+    held.emplace(std::move(id), std::make_pair(token, DatumGetInt64(spi_value(row, 3, &isnull))));
+  }
+}
+
+// Refreshes the claim of each run (in the arrays' order, the lock order):
+// written directly (pg/run_write.hpp) where that path applies, a run it
+// leaves to the statement by held_statement on its own before the next run is
+// taken, and every run by held_statement where the path does not apply. The
+// held ones go into `held` (run id -> token, event counter after the update).
+void refresh_held(const std::vector<Datum>& run_ids, const std::vector<Datum>& tokens,
+                  const std::vector<Datum>& fresh, Micros now,
+                  std::unordered_map<std::string, std::pair<Token, std::int64_t>>& held) {
+  const int m = static_cast<int>(run_ids.size());
+  std::vector<StepRefresh> items(m);
+  for (int i = 0; i < m; ++i) items[i] = {run_ids[i], tokens[i], DatumGetInt64(fresh[i])};
+  std::vector<StepRefreshed> out(m);
+  int from = 0;
+  while (from < m) {
+    const int stop = write_step_refreshes(items.data(), from, m, now, out.data());
+    if (stop < 0) {
+      refresh_by_statement(run_ids, tokens, fresh, from, m, now, held);
+      return;
+    }
+    for (int i = from; i < stop; ++i)
+      if (out[i].held)
+        held.emplace(text_value(run_ids[i]),
+                     std::make_pair(token_value(tokens[i]), out[i].event_seq));
+    if (stop == m) return;
+    refresh_by_statement(run_ids, tokens, fresh, stop, stop + 1, now, held);
+    from = stop + 1;
+  }
+}
+
 // Looks for stored steps, refreshes the held runs (held_statement), then
 // stores the fresh steps (insert_fresh), for `items`; results in the same
 // order. Values live in SPI memory until spi_finish.
@@ -269,20 +320,8 @@ std::vector<StepResult> store_steps(const std::vector<StepItem>& items, Micros n
     const auto f = fresh_of.find(id);
     run_fresh.push_back(Int64GetDatum(f == fresh_of.end() ? 0 : f->second));
   }
-  const int m = static_cast<int>(runs.size());
-  const Datum params[4] = {TimestampTzGetDatum(now),
-                           make_array(run_ids.data(), no_nulls, m, TEXTOID),
-                           make_array(run_tokens.data(), no_nulls, m, UUIDOID),
-                           make_array(run_fresh.data(), no_nulls, m, INT8OID)};
-  spi_prepare_generic(held_statement);
-  const std::uint64_t rows = spi_execute(held_statement, params, nullptr);
   std::unordered_map<std::string, std::pair<Token, std::int64_t>> held;  // run id -> token, seq
-  for (std::uint64_t row = 0; row < rows; ++row) {
-    bool isnull = false;
-    std::string id = text_value(spi_value(row, 1, &isnull));
-    const Token token = token_value(spi_value(row, 2, &isnull));
-    held.emplace(std::move(id), std::make_pair(token, DatumGetInt64(spi_value(row, 3, &isnull))));
-  }
+  refresh_held(run_ids, run_tokens, run_fresh, now, held);
   // The fresh items of held runs (the run's own token), and each run's number
   // before its first fresh step: its counter less its fresh steps.
   std::vector<int> insert;
