@@ -16,6 +16,7 @@
 #include "pg/datum.hpp"
 #include "pg/input_limits.hpp"
 #include "pg/run_write.hpp"
+#include "pg/step_lookup.hpp"
 #include "pg/spi.hpp"
 #include "pg/task_store.hpp"
 
@@ -28,9 +29,9 @@ namespace docket::pg {
 
 namespace {
 
-// A step checkpoint looks which items' steps are stored already
-// (kept_values_statement: the rest are fresh), then refreshes the claim of
-// every run the items hold (held_statement: $1 now, $2 the distinct run ids,
+// A step checkpoint looks which items' steps are stored already (find_steps:
+// the rest are fresh), then refreshes the claim of every run the items hold
+// (refresh_held, or held_statement: $1 now, $2 the distinct run ids,
 // $3 one token of each, $4 each one's fresh items of that token, counted in
 // C++), then stores the fresh steps of the held runs (insert_fresh). The
 // UPDATE returns the held runs (run_id, token, their event counter after the
@@ -96,7 +97,9 @@ Statement steps_insert_statement{
 // The stored steps among ($1 run ids, $2 step names), with their values: the
 // first look (store_steps: the others are fresh), the fresh items' probe under
 // the locks (insert_fresh), and the values of kept steps, read after the
-// insert, so a step another transaction committed meanwhile is found too. One
+// insert, so a step another transaction committed meanwhile is found too.
+// Each is read through the primary key directly (find_steps,
+// pg/step_lookup.hpp) where that path applies; this statement otherwise. One
 // probe per step (pg/planning.hpp), not an anti-join: a plan made while
 // task_steps looked empty would read the whole table per call.
 Statement kept_values_statement{
@@ -133,20 +136,45 @@ struct StepResult {
   Datum value = Datum(0);
 };
 
-// The (run id, step name) pairs among `ids` and `names` (n each) that are
-// stored now (kept_values_statement, under a new snapshot).
-std::set<std::pair<std::string, std::string>> stored_steps(Datum* ids, Datum* names, int n) {
+// Whether each (ids[i], names[i]) of the n pairs is stored now, and its
+// value: read through the primary key (pg/step_lookup.hpp), or by
+// kept_values_statement where that path does not apply; either under a new
+// snapshot.
+std::vector<StoredStep> find_steps(const Datum* ids, const Datum* names, int n) {
+  std::vector<StoredStep> out;
+  if (lookup_steps(ids, names, n, out)) return out;
+  out.assign(n, StoredStep{});
   bool* no_nulls = nullptr;
   const Datum key[2] = {make_array(ids, no_nulls, n, TEXTOID),
                         make_array(names, no_nulls, n, TEXTOID)};
   spi_prepare_generic(kept_values_statement);
   const std::uint64_t found = spi_execute(kept_values_statement, key, nullptr);
-  std::set<std::pair<std::string, std::string>> out;
+  std::map<std::pair<std::string, std::string>, StoredStep> stored;
   for (std::uint64_t row = 0; row < found; ++row) {
     bool isnull = false;
     std::string id = text_value(spi_value(row, 1, &isnull));
-    out.emplace(std::move(id), text_value(spi_value(row, 2, &isnull)));
+    std::string name = text_value(spi_value(row, 2, &isnull));
+    StoredStep step;
+    step.stored = true;
+    step.value = spi_value(row, 3, &step.value_null);
+    stored.emplace(std::make_pair(std::move(id), std::move(name)), step);
   }
+  if (stored.empty()) return out;
+  for (int i = 0; i < n; ++i) {
+    const auto it = stored.find({text_value(ids[i]), text_value(names[i])});
+    if (it != stored.end()) out[i] = it->second;
+  }
+  return out;
+}
+
+// The (run id, step name) pairs among `ids` and `names` (n each) that are
+// stored now.
+std::set<std::pair<std::string, std::string>> stored_steps(const Datum* ids, const Datum* names,
+                                                           int n) {
+  const std::vector<StoredStep> found = find_steps(ids, names, n);
+  std::set<std::pair<std::string, std::string>> out;
+  for (int i = 0; i < n; ++i)
+    if (found[i].stored) out.emplace(text_value(ids[i]), text_value(names[i]));
   return out;
 }
 
@@ -306,7 +334,6 @@ std::vector<StepResult> store_steps(const std::vector<StepItem>& items, Micros n
     if (stored_before.empty() ||
         stored_before.count({id_text[i], text_value(items[i].step_name)}) == 0)
       fresh.emplace_back(id_text[i], i);
-  bool* no_nulls = nullptr;
   // The lock order (see held_statement), and each run's fresh items of the
   // token it is refreshed with (its first item's).
   std::sort(runs.begin(), runs.end());
@@ -357,24 +384,12 @@ std::vector<StepResult> store_steps(const std::vector<StepItem>& items, Micros n
       kept_ids.push_back(items[i].run_id);
       kept_names.push_back(items[i].step_name);
     }
-    const int k = static_cast<int>(kept.size());
-    const Datum key[2] = {make_array(kept_ids.data(), no_nulls, k, TEXTOID),
-                          make_array(kept_names.data(), no_nulls, k, TEXTOID)};
-    spi_prepare_generic(kept_values_statement);
-    const std::uint64_t found = spi_execute(kept_values_statement, key, nullptr);
-    std::map<std::pair<std::string, std::string>, Datum> stored;
-    for (std::uint64_t row = 0; row < found; ++row) {
-      bool isnull = false;
-      std::string id = text_value(spi_value(row, 1, &isnull));
-      std::string name = text_value(spi_value(row, 2, &isnull));
-      const Datum value = spi_value(row, 3, &isnull);
-      if (!isnull) stored.emplace(std::make_pair(std::move(id), std::move(name)), value);
-    }
-    for (const int i : kept) {
-      const auto v = stored.find({text_value(items[i].run_id), text_value(items[i].step_name)});
-      if (v == stored.end()) continue;
-      out[i].value = v->second;
-      out[i].value_null = false;
+    const std::vector<StoredStep> found =
+        find_steps(kept_ids.data(), kept_names.data(), static_cast<int>(kept.size()));
+    for (std::size_t j = 0; j < kept.size(); ++j) {
+      if (!found[j].stored || found[j].value_null) continue;
+      out[kept[j]].value = found[j].value;
+      out[kept[j]].value_null = false;
     }
   }
   return out;

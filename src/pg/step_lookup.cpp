@@ -1,0 +1,104 @@
+// step_lookup: see step_lookup.hpp. Everything in the anonymous namespace
+// runs inside the one pg::call of lookup_steps: PostgreSQL code only, no C++
+// object with a destructor.
+#include "pg/step_lookup.hpp"
+
+#include <cstring>
+#include <utility>
+
+#include "pg/settings.hpp"
+
+namespace docket::pg {
+
+namespace {
+
+// The table, its primary key (run_id, step_name) and the value's column, or
+// nullptr when this path does not apply.
+struct StepsTable {
+  Relation rel = nullptr;
+  Relation pkey = nullptr;
+  AttrNumber value_attnum = InvalidAttrNumber;
+};
+
+StepsTable open_steps() {
+  StepsTable t;
+  if (!settings::direct_writes()) return t;
+  const Oid relid = get_relname_relid("task_steps", get_namespace_oid("docket", false));
+  if (!OidIsValid(relid) || pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+    return t;
+  Relation rel = table_open(relid, AccessShareLock);
+  if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rel->relrowsecurity ||
+      rel->rd_rel->relhassubclass || rel->rd_rules != nullptr ||
+      !OidIsValid(RelationGetPrimaryKeyIndex(rel))) {
+    table_close(rel, AccessShareLock);
+    return t;
+  }
+  Relation pkey = index_open(RelationGetPrimaryKeyIndex(rel), AccessShareLock);
+  const TupleDesc desc = RelationGetDescr(rel);
+  auto attnum = [&](const char* name, Oid type) -> AttrNumber {
+    for (int i = 0; i < desc->natts; ++i) {
+      const Form_pg_attribute attr = TupleDescAttr(desc, i);
+      if (!attr->attisdropped && strcmp(NameStr(attr->attname), name) == 0)
+        return attr->atttypid == type ? attr->attnum : InvalidAttrNumber;
+    }
+    return InvalidAttrNumber;
+  };
+  const AttrNumber run_id = attnum("run_id", TEXTOID);
+  const AttrNumber step_name = attnum("step_name", TEXTOID);
+  t.value_attnum = attnum("value", JSONBOID);
+  const Form_pg_index index = pkey->rd_index;
+  if (run_id == InvalidAttrNumber || step_name == InvalidAttrNumber ||
+      t.value_attnum == InvalidAttrNumber || index->indnkeyatts != 2 ||
+      index->indkey.values[0] != run_id || index->indkey.values[1] != step_name) {
+    index_close(pkey, AccessShareLock);
+    table_close(rel, AccessShareLock);
+    return StepsTable{};
+  }
+  t.rel = rel;
+  t.pkey = pkey;
+  return t;
+}
+
+bool lookup_steps_pg(const Datum* ids, const Datum* names, int n, StoredStep* out) {
+  StepsTable t = open_steps();
+  if (t.rel == nullptr) return false;
+  // As SPI before a statement: this transaction's earlier commands visible,
+  // in a snapshot taken now.
+  CommandCounterIncrement();
+  PushActiveSnapshot(GetTransactionSnapshot());
+  IndexScanDesc scan = index_beginscan(t.rel, t.pkey, GetActiveSnapshot(), 2, 0);
+  TupleTableSlot* slot = table_slot_create(t.rel, nullptr);
+  const Form_pg_attribute value_attr = TupleDescAttr(RelationGetDescr(t.rel), t.value_attnum - 1);
+  for (int i = 0; i < n; ++i) {
+    ScanKeyData keys[2];
+    ScanKeyEntryInitialize(&keys[0], 0, 1, BTEqualStrategyNumber, InvalidOid,
+                           t.pkey->rd_indcollation[0], F_TEXTEQ, ids[i]);
+    ScanKeyEntryInitialize(&keys[1], 0, 2, BTEqualStrategyNumber, InvalidOid,
+                           t.pkey->rd_indcollation[1], F_TEXTEQ, names[i]);
+    index_rescan(scan, keys, 2, nullptr, 0);
+    if (!index_getnext_slot(scan, ForwardScanDirection, slot)) continue;
+    bool isnull = false;
+    const Datum value = slot_getattr(slot, t.value_attnum, &isnull);
+    out[i].stored = true;
+    out[i].value_null = isnull;
+    if (!isnull) out[i].value = datumCopy(value, value_attr->attbyval, value_attr->attlen);
+    ExecClearTuple(slot);
+  }
+  ExecDropSingleTupleTableSlot(slot);
+  index_endscan(scan);
+  PopActiveSnapshot();
+  index_close(t.pkey, AccessShareLock);
+  table_close(t.rel, AccessShareLock);
+  return true;
+}
+
+}  // namespace
+
+bool lookup_steps(const Datum* ids, const Datum* names, int n, std::vector<StoredStep>& out) {
+  std::vector<StoredStep> found(n);
+  if (!call([&] { return lookup_steps_pg(ids, names, n, found.data()); })) return false;
+  out = std::move(found);
+  return true;
+}
+
+}  // namespace docket::pg
