@@ -10,8 +10,10 @@ bool notify() noexcept;
 // docket.notify_interval_ms: at most one NOTIFY per queue per this many ms per backend.
 int notify_interval_ms() noexcept;
 
-// docket.direct_writes: commit and claim_due write run rows through the access
-// methods where they can (pg/run_write.hpp); off: always their statements.
+// docket.direct_writes: commit, claim_due and step checkpoints write run rows
+// (pg/run_write.hpp), and step checkpoints read stored steps
+// (pg/step_lookup.hpp), through the access methods where they can; off:
+// always their statements.
 bool direct_writes() noexcept;
 
 // docket.max_clock_skew: how far (ms) a caller's `now` argument may be from docket.now().
