@@ -15,12 +15,13 @@ namespace docket::pg {
 
 namespace {
 
-// The writes this file makes: a commit's, a claim's lease, and a step
-// checkpoint's claim refresh.
-enum Write { w_commit, w_lease, w_step, w_count };
+// The writes this file makes: a commit's, a claim's lease, a step
+// checkpoint's claim refresh and a task's completion.
+enum Write { w_commit, w_lease, w_step, w_complete, w_count };
 constexpr unsigned kByCommit = 1u << w_commit;
 constexpr unsigned kByLease = 1u << w_lease;
 constexpr unsigned kByStep = 1u << w_step;
+constexpr unsigned kByComplete = 1u << w_complete;
 
 // The columns read or written, and the type each must have.
 enum Column {
@@ -49,13 +50,15 @@ enum Column {
   c_claimed_attempt,
   c_deadline_at,
   c_event_seq,
+  c_completed_seq,
+  c_completed_at,
   c_count
 };
 
 struct ColumnSpec {
   const char* name;
   Oid type;          // InvalidOid: checked by name only (the enum)
-  unsigned written;  // by which writes (kByCommit, kByLease, kByStep)
+  unsigned written;  // by which writes (kByCommit, kByLease, kByStep, kByComplete)
 };
 
 const ColumnSpec kColumns[c_count] = {
@@ -64,26 +67,28 @@ const ColumnSpec kColumns[c_count] = {
     {"queue", TEXTOID, 0},
     {"graph_id", TEXTOID, 0},
     {"graph_hash", TEXTOID, 0},
-    {"status", TEXTOID, kByCommit},
-    {"checkpoint_seq", INT8OID, kByCommit},
-    {"checkpoint_type", InvalidOid, kByCommit},
+    {"status", TEXTOID, kByCommit | kByComplete},
+    {"checkpoint_seq", INT8OID, kByCommit | kByComplete},
+    {"checkpoint_type", InvalidOid, kByCommit | kByComplete},
     {"started_at", TIMESTAMPTZOID, 0},
-    {"updated_at", TIMESTAMPTZOID, kByCommit},
-    {"document", JSONBOID, kByCommit},
-    {"wake_at", TIMESTAMPTZOID, kByCommit | kByLease},
-    {"claim_token", UUIDOID, kByCommit | kByLease},
-    {"claimed_at", TIMESTAMPTZOID, kByCommit | kByLease | kByStep},
-    {"claim_attempts", INT4OID, kByCommit | kByLease | kByStep},
-    {"claim_abandons", INT4OID, kByCommit},
-    {"poisoned_at", TIMESTAMPTZOID, kByCommit},
-    {"poison_reason", TEXTOID, kByCommit},
+    {"updated_at", TIMESTAMPTZOID, kByCommit | kByComplete},
+    {"document", JSONBOID, kByCommit | kByComplete},
+    {"wake_at", TIMESTAMPTZOID, kByCommit | kByLease | kByComplete},
+    {"claim_token", UUIDOID, kByCommit | kByLease | kByComplete},
+    {"claimed_at", TIMESTAMPTZOID, kByCommit | kByLease | kByStep | kByComplete},
+    {"claim_attempts", INT4OID, kByCommit | kByLease | kByStep | kByComplete},
+    {"claim_abandons", INT4OID, kByCommit | kByComplete},
+    {"poisoned_at", TIMESTAMPTZOID, kByCommit | kByComplete},
+    {"poison_reason", TEXTOID, kByCommit | kByComplete},
     {"claim_started_at", TIMESTAMPTZOID, kByLease},
     {"claim_renewed_at", TIMESTAMPTZOID, kByLease | kByStep},
     {"lease_ms", INT8OID, kByLease},
     {"claimed_seq", INT8OID, kByLease},
     {"claimed_attempt", INT4OID, kByLease},
     {"deadline_at", TIMESTAMPTZOID, 0},
-    {"event_seq", INT8OID, kByStep},
+    {"event_seq", INT8OID, kByStep | kByComplete},
+    {"completed_seq", INT8OID, kByComplete},
+    {"completed_at", TIMESTAMPTZOID, kByComplete},
 };
 
 struct CachedIndex {
@@ -528,18 +533,66 @@ bool write_leases_pg(const RunLease* leases, int count, const LeaseValues& value
   return true;
 }
 
-// held_statement's WHERE clause (task_steps.cpp) on the version found: the
-// run, its token, a task, not past its deadline.
-bool step_fence_holds(TupleTableSlot* slot, const StepRefresh& item, TimestampTz now) {
-  if (null_of(slot, c_run_id) || !same_text(value_of(slot, c_run_id), item.run_id)) return false;
+// The fence of the task layer's fenced statements (held_statement,
+// complete_statement) on the version found: the run, its token, a task, not
+// past its deadline.
+bool task_fence_holds(TupleTableSlot* slot, Datum run_id, Datum token, TimestampTz now) {
+  if (null_of(slot, c_run_id) || !same_text(value_of(slot, c_run_id), run_id)) return false;
   if (null_of(slot, c_claim_token) || memcmp(DatumGetUUIDP(value_of(slot, c_claim_token))->data,
-                                             DatumGetUUIDP(item.token)->data, UUID_LEN) != 0)
+                                             DatumGetUUIDP(token)->data, UUID_LEN) != 0)
     return false;
   const text* hash =
       null_of(slot, c_graph_hash) ? nullptr : DatumGetTextPP(value_of(slot, c_graph_hash));
   if (hash == nullptr || VARSIZE_ANY_EXHDR(hash) != 4 || memcmp(VARDATA_ANY(hash), "task", 4) != 0)
     return false;
   return null_of(slot, c_deadline_at) || DatumGetTimestampTz(value_of(slot, c_deadline_at)) > now;
+}
+
+// Writes the held tasks items[from..count) (each with run_id and token), in
+// that order, each found by primary key under one fresh snapshot and fenced
+// by task_fence_holds: set(slot, item) turns the copied columns into the new
+// version (false: the statement must write this one), written(i, slot) reads
+// the version written. Returns the index of the first item the statement
+// must write (a set() refusal, or a row changed since the snapshot), count
+// when all were decided here, or -1 when the path does not apply.
+template <typename Item, typename Set, typename Written>
+int write_held_tasks(const Item* items, int from, int count, TimestampTz now, Write write, Set set,
+                     Written written) {
+  Relation rel = open_for_write();
+  if (rel == nullptr) return -1;
+  Relation pkey = index_open(cache.pkey, RowExclusiveLock);
+  TupleTableSlot* old_slot = table_slot_create(rel, nullptr);
+  TupleTableSlot* new_slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
+  IndexScanDesc scan = index_beginscan(rel, pkey, GetActiveSnapshot(), 1, 0);
+  int i = from;
+  for (; i < count; ++i) {
+    const Item& item = items[i];
+    ScanKeyData key;
+    ScanKeyEntryInitialize(&key, 0, 1, BTEqualStrategyNumber, InvalidOid, cache.pkey_collation,
+                           F_TEXTEQ, item.run_id);
+    index_rescan(scan, &key, 1, nullptr, 0);
+    if (!index_getnext_slot(scan, ForwardScanDirection, old_slot)) continue;
+    slot_getallattrs(old_slot);
+    if (!task_fence_holds(old_slot, item.run_id, item.token, now)) {
+      ExecClearTuple(old_slot);
+      continue;
+    }
+    start_version(rel, old_slot, new_slot);
+    if (!set(new_slot, item)) break;
+    const TM_Result result = write_version(rel, old_slot, new_slot, write);
+    if (result == TM_SelfModified || result == TM_Updated || result == TM_Deleted) break;
+    if (result != TM_Ok)
+      elog(ERROR, "docket: unexpected result %d updating a task", static_cast<int>(result));
+    written(i, new_slot);
+    ExecClearTuple(new_slot);
+    ExecClearTuple(old_slot);
+  }
+  index_endscan(scan);
+  index_close(pkey, NoLock);
+  ExecDropSingleTupleTableSlot(new_slot);
+  ExecDropSingleTupleTableSlot(old_slot);
+  close_after_write(rel);
+  return i;
 }
 
 // The largest lease_ms whose half a lease, in microseconds, is subtracted
@@ -579,43 +632,115 @@ bool set_step_values(TupleTableSlot* slot, const StepRefresh& item, TimestampTz 
 
 int write_step_refreshes_pg(const StepRefresh* items, int from, int count, TimestampTz now,
                             StepRefreshed* out) {
-  Relation rel = open_for_write();
-  if (rel == nullptr) return -1;
-  Relation pkey = index_open(cache.pkey, RowExclusiveLock);
-  TupleTableSlot* old_slot = table_slot_create(rel, nullptr);
-  TupleTableSlot* new_slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
-  IndexScanDesc scan = index_beginscan(rel, pkey, GetActiveSnapshot(), 1, 0);
-  int i = from;
-  for (; i < count; ++i) {
-    const StepRefresh& item = items[i];
-    out[i] = StepRefreshed{};
-    ScanKeyData key;
-    ScanKeyEntryInitialize(&key, 0, 1, BTEqualStrategyNumber, InvalidOid, cache.pkey_collation,
-                           F_TEXTEQ, item.run_id);
-    index_rescan(scan, &key, 1, nullptr, 0);
-    if (!index_getnext_slot(scan, ForwardScanDirection, old_slot)) continue;
-    slot_getallattrs(old_slot);
-    if (!step_fence_holds(old_slot, item, now)) {
-      ExecClearTuple(old_slot);
-      continue;
-    }
-    start_version(rel, old_slot, new_slot);
-    if (!set_step_values(new_slot, item, now)) break;
-    const TM_Result result = write_version(rel, old_slot, new_slot, w_step);
-    if (result == TM_SelfModified || result == TM_Updated || result == TM_Deleted) break;
-    if (result != TM_Ok)
-      elog(ERROR, "docket: unexpected result %d refreshing a claim", static_cast<int>(result));
-    out[i].held = true;
-    out[i].event_seq = DatumGetInt64(value_of(new_slot, c_event_seq));
-    ExecClearTuple(new_slot);
-    ExecClearTuple(old_slot);
+  for (int i = from; i < count; ++i) out[i] = StepRefreshed{};
+  return write_held_tasks(
+      items, from, count, now, w_step,
+      [&](TupleTableSlot* slot, const StepRefresh& item) {
+        return set_step_values(slot, item, now);
+      },
+      [&](int i, TupleTableSlot* slot) {
+        out[i].held = true;
+        out[i].event_seq = DatumGetInt64(value_of(slot, c_event_seq));
+      });
+}
+
+// The keys a task's transition drops from its stored document
+// (DOCKET_TASK_DOCUMENT_BASE, pg/run_document.hpp), as a text[].
+Datum document_base_keys() {
+  static const char* const kKeys[] = {
+      "waiting", "id", "graph_id", "graph_hash", "status", "checkpoint_seq", "started_at"};
+  constexpr int n = sizeof(kKeys) / sizeof(kKeys[0]);
+  Datum keys[n];
+  for (int k = 0; k < n; ++k) keys[k] = CStringGetTextDatum(kKeys[k]);
+  return PointerGetDatum(construct_array(keys, n, TEXTOID, -1, false, TYPALIGN_INT));
+}
+
+// jsonb_build_object('result', result): {"result": null} for SQL NULL.
+Datum result_object(Datum result, bool result_null) {
+  JsonbParseState* state = nullptr;
+  pushJsonbValue(&state, WJB_BEGIN_OBJECT, nullptr);
+  JsonbValue key;
+  key.type = jbvString;
+  key.val.string.val = const_cast<char*>("result");
+  key.val.string.len = 6;
+  pushJsonbValue(&state, WJB_KEY, &key);
+  JsonbValue value;
+  if (result_null) {
+    value.type = jbvNull;
+  } else {
+    Jsonb* jsonb = DatumGetJsonbP(result);
+    value.type = jbvBinary;
+    value.val.binary.data = &jsonb->root;
+    value.val.binary.len = static_cast<int>(VARSIZE(jsonb) - VARHDRSZ);
   }
-  index_endscan(scan);
-  index_close(pkey, NoLock);
-  ExecDropSingleTupleTableSlot(new_slot);
-  ExecDropSingleTupleTableSlot(old_slot);
-  close_after_write(rel);
-  return i;
+  pushJsonbValue(&state, WJB_VALUE, &value);
+  return JsonbPGetDatum(JsonbValueToJsonb(pushJsonbValue(&state, WJB_END_OBJECT, nullptr)));
+}
+
+// complete_statement's SET list (task_complete.cpp) over a copy of the old
+// columns; false when the statement must write the row: a run completed
+// before (mutate_run revived it), whose completed event the statement logs,
+// or a counter at its end, which the statement raises.
+bool set_completion_values(TupleTableSlot* slot, const TaskCompletion& item,
+                           const TaskCompletionValues& values, Datum base_keys,
+                           Datum checkpoint_type) {
+  if (!null_of(slot, c_completed_seq) || null_of(slot, c_document) ||
+      null_of(slot, c_checkpoint_seq) || null_of(slot, c_event_seq))
+    return false;
+  int64 checkpoint_seq = 0;
+  int64 event_seq = 0;
+  if (pg_add_s64_overflow(DatumGetInt64(value_of(slot, c_checkpoint_seq)), 1, &checkpoint_seq) ||
+      pg_add_s64_overflow(DatumGetInt64(value_of(slot, c_event_seq)), 1, &event_seq))
+    return false;
+  auto set = [&](Column c, Datum value, bool null) {
+    value_of(slot, c) = value;
+    null_of(slot, c) = null;
+  };
+  const Datum base = DirectFunctionCall2(jsonb_delete_array, value_of(slot, c_document), base_keys);
+  set(c_document,
+      DirectFunctionCall2(jsonb_concat, base, result_object(item.result, item.result_null)), false);
+  const Datum now = TimestampTzGetDatum(values.now);
+  set(c_status, values.status, false);
+  set(c_checkpoint_seq, Int64GetDatum(checkpoint_seq), false);
+  set(c_checkpoint_type, checkpoint_type, false);
+  set(c_updated_at, now, false);
+  set(c_claim_token, 0, true);
+  set(c_claimed_at, 0, true);
+  set(c_wake_at, 0, true);
+  set(c_claim_attempts, Int32GetDatum(0), false);
+  set(c_claim_abandons, Int32GetDatum(0), false);
+  set(c_poisoned_at, 0, true);
+  set(c_poison_reason, 0, true);
+  set(c_event_seq, Int64GetDatum(event_seq), false);
+  set(c_completed_seq, Int64GetDatum(event_seq), false);
+  set(c_completed_at, now, false);
+  return true;
+}
+
+int write_task_completions_pg(const TaskCompletion* items, int from, int count,
+                              const TaskCompletionValues& values, bool* completed) {
+  for (int i = from; i < count; ++i) completed[i] = false;
+  // The enum's value, as the statement's cast gives it; the keys' array.
+  Oid input = InvalidOid;
+  Oid ioparam = InvalidOid;
+  Relation rel = open_runs();
+  if (!cache.usable) {
+    table_close(rel, NoLock);
+    return -1;
+  }
+  const Oid enum_type =
+      TupleDescAttr(RelationGetDescr(rel), cache.attnum[c_checkpoint_type] - 1)->atttypid;
+  table_close(rel, NoLock);
+  getTypeInputInfo(enum_type, &input, &ioparam);
+  const Datum checkpoint_type =
+      OidInputFunctionCall(input, const_cast<char*>(values.checkpoint_type), ioparam, -1);
+  const Datum base_keys = document_base_keys();
+  return write_held_tasks(
+      items, from, count, values.now, w_complete,
+      [&](TupleTableSlot* slot, const TaskCompletion& item) {
+        return set_completion_values(slot, item, values, base_keys, checkpoint_type);
+      },
+      [&](int i, TupleTableSlot* /*slot*/) { completed[i] = true; });
 }
 
 }  // namespace
@@ -623,6 +748,11 @@ int write_step_refreshes_pg(const StepRefresh* items, int from, int count, Times
 int write_step_refreshes(const StepRefresh* items, int from, int count, TimestampTz now,
                          StepRefreshed* out) {
   return call([&] { return write_step_refreshes_pg(items, from, count, now, out); });
+}
+
+int write_task_completions(const TaskCompletion* items, int from, int count,
+                           const TaskCompletionValues& values, bool* completed) {
+  return call([&] { return write_task_completions_pg(items, from, count, values, completed); });
 }
 
 RowWrite write_commit(const RunFence& fence, const RunCommitValues& values, Datum* queue) {

@@ -1,7 +1,7 @@
 // run_write: a commit's update of one docket.runs row, claim_due's lease of
-// the rows its candidate scan locked, and a step checkpoint's claim refresh,
-// written through the table and index access methods instead of an UPDATE
-// statement.
+// the rows its candidate scan locked, a step checkpoint's claim refresh and a
+// task's completion, written through the table and index access methods
+// instead of an UPDATE statement.
 //
 // An UPDATE through SPI starts an executor for each call: more than half of a
 // commit's instructions went to starting it (opening seven indexes, building
@@ -10,14 +10,14 @@
 // predicates, all to write one row (bench/README.md, "Seventeenth session").
 // Here what does not change from call to call (the table's column numbers, its
 // indexes' IndexInfos and compiled predicates) is built once per backend and
-// dropped when the table's relcache entry is invalidated. A commit and a step
-// refresh find the row by its primary key and check the fence on it; a lease
-// takes the version the candidate scan locked, by its ctid. Each forms the
-// new version, checks the table's row rules (core run_row_rules_hold, which
-// the CHECK's function calls too) and NOT NULLs, updates it with
-// table_tuple_update and inserts the index entries a non-HOT version needs,
-// each partial index's predicate evaluated on the new version, as the executor
-// does.
+// dropped when the table's relcache entry is invalidated. A commit, a step
+// refresh and a completion find the row by its primary key and check the
+// fence on it; a lease takes the version the candidate scan locked, by its
+// ctid. Each forms the new version, checks the table's row rules (core
+// run_row_rules_hold, which the CHECK's function calls too) and NOT NULLs,
+// updates it with table_tuple_update and inserts the index entries a non-HOT
+// version needs, each partial index's predicate evaluated on the new version,
+// as the executor does.
 //
 // It applies only where that is the whole of what the statement would do: no
 // trigger on the table fires on UPDATE but the foreign keys' own (the run id,
@@ -134,5 +134,31 @@ struct StepRefreshed {
 // written).
 int write_step_refreshes(const StepRefresh* items, int from, int count, TimestampTz now,
                          StepRefreshed* out);
+
+// A held task's completion (task_complete.cpp's complete_statement): matched
+// as a step refresh is; the document becomes the stored one without the keys
+// that are columns, plus {"result": result}; status and checkpoint type are
+// the transition's, the checkpoint and event counters advance by one, the
+// claim, schedule, counters and poison facts are cleared, and the completed
+// event is stated by the row (completed_seq, completed_at).
+struct TaskCompletion {
+  Datum run_id;  // text
+  Datum token;   // uuid
+  Datum result;  // jsonb, unless result_null
+  bool result_null;
+};
+struct TaskCompletionValues {
+  TimestampTz now;
+  Datum status;                 // text
+  const char* checkpoint_type;  // a docket.checkpoint_type label
+};
+
+// Completes items[from..count) in that order, as write_step_refreshes
+// refreshes: completed[i] for each one written here; returns the index of the
+// first one the statement must write (a row changed since the snapshot, a
+// task completed before, whose completed event the statement logs, or a
+// counter at its end), count, or -1 when this path does not apply.
+int write_task_completions(const TaskCompletion* items, int from, int count,
+                           const TaskCompletionValues& values, bool* completed);
 
 }  // namespace docket::pg

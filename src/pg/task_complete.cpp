@@ -15,6 +15,7 @@
 #include "pg/datum.hpp"
 #include "pg/input_limits.hpp"
 #include "pg/run_document.hpp"
+#include "pg/run_write.hpp"
 #include "pg/spi.hpp"
 #include "pg/task_store.hpp"
 
@@ -87,6 +88,60 @@ std::unordered_set<std::string> complete_held(Datum ids, Datum tokens, Datum res
   return done;
 }
 
+// Completes the held tasks of the batch in `order` (run_id order, the lock
+// order): written directly (pg/run_write.hpp) where that path applies, a task
+// it leaves to the statement by complete_statement on its own before the next
+// one is taken, and the whole batch by complete_statement where the path does
+// not apply. The run ids it finished.
+std::unordered_set<std::string> complete_in_order(const DatumArray& ids, const DatumArray& tokens,
+                                                  const DatumArray& results,
+                                                  const std::vector<int>& order,
+                                                  const std::vector<std::string>& id_text,
+                                                  Micros now) {
+  const int n = static_cast<int>(order.size());
+  auto one_by_statement = [&](int i) {
+    return complete_held(make_array(&ids.values[i], &ids.nulls[i], 1, TEXTOID),
+                         make_array(&tokens.values[i], &tokens.nulls[i], 1, UUIDOID),
+                         make_array(&results.values[i], &results.nulls[i], 1, JSONBOID), now);
+  };
+  std::vector<TaskCompletion> items(n);
+  for (int k = 0; k < n; ++k) {
+    const int i = order[k];
+    items[k] = {ids.values[i], tokens.values[i], results.values[i], results.nulls[i]};
+  }
+  const TaskTransition t = complete_transition();
+  const TaskCompletionValues values{now, text_datum(status_name(t.status)), t.checkpoint_type};
+  std::unique_ptr<bool[]> completed = std::make_unique<bool[]>(n);
+  std::unordered_set<std::string> done;
+  int from = 0;
+  while (from < n) {
+    const int stop = write_task_completions(items.data(), from, n, values, completed.get());
+    if (stop < 0) {
+      if (from == 0) {
+        auto sorted = [&](const DatumArray& a, Oid type) {
+          std::vector<Datum> v(n);
+          std::unique_ptr<bool[]> nulls = std::make_unique<bool[]>(n);
+          for (int k = 0; k < n; ++k) {
+            v[k] = a.values[order[k]];
+            nulls[k] = a.nulls[order[k]];
+          }
+          return make_array(v.data(), nulls.get(), n, type);
+        };
+        return complete_held(sorted(ids, TEXTOID), sorted(tokens, UUIDOID),
+                             sorted(results, JSONBOID), now);
+      }
+      for (int k = from; k < n; ++k) done.merge(one_by_statement(order[k]));
+      return done;
+    }
+    for (int k = from; k < stop; ++k)
+      if (completed[k]) done.insert(id_text[order[k]]);
+    if (stop == n) break;
+    done.merge(one_by_statement(order[stop]));
+    from = stop + 1;
+  }
+  return done;
+}
+
 Datum complete_tasks(FunctionCallInfo fcinfo) {
   const DatumArray ids = array_arg(fcinfo, 0, TEXTOID);
   const DatumArray tokens = array_arg(fcinfo, 1, UUIDOID);
@@ -119,17 +174,8 @@ Datum complete_tasks(FunctionCallInfo fcinfo) {
     std::vector<int> order(n);
     std::iota(order.begin(), order.end(), 0);
     std::sort(order.begin(), order.end(), [&](int a, int b) { return id_text[a] < id_text[b]; });
-    auto sorted = [&](const DatumArray& a, Oid type) {
-      std::vector<Datum> values(n);
-      std::unique_ptr<bool[]> nulls = std::make_unique<bool[]>(n);
-      for (int k = 0; k < n; ++k) {
-        values[k] = a.values[order[k]];
-        nulls[k] = a.nulls[order[k]];
-      }
-      return make_array(values.data(), nulls.get(), n, type);
-    };
-    const std::unordered_set<std::string> done = complete_held(
-        sorted(ids, TEXTOID), sorted(tokens, UUIDOID), sorted(results, JSONBOID), now);
+    const std::unordered_set<std::string> done =
+        complete_in_order(ids, tokens, results, order, id_text, now);
     std::vector<std::string> finished(done.begin(), done.end());
     if (done.size() < static_cast<std::size_t>(n)) {
       // The misses, judged by the core from their committed rows.
