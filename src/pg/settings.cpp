@@ -80,8 +80,8 @@ void define() {
   // off what an administrator turned on for an audit.
   DefineCustomBoolVariable(
       "docket.direct_writes",
-      "commit, claim_due and step checkpoints write run rows, and read stored steps, through "
-      "the table and index access methods.",
+      "commit, claim_due, step checkpoints and task completions write run rows, and read "
+      "stored steps, through the table and index access methods.",
       "Off: they run their UPDATE and SELECT statements instead, as statement-level hooks "
       "(auditing, pg_stat_statements) see them. The rows written and the errors raised are the "
       "same.",

@@ -10,8 +10,9 @@ bool notify() noexcept;
 // docket.notify_interval_ms: at most one NOTIFY per queue per this many ms per backend.
 int notify_interval_ms() noexcept;
 
-// docket.direct_writes: commit, claim_due and step checkpoints write run rows
-// (pg/run_write.hpp), and step checkpoints read stored steps
+// docket.direct_writes: commit, claim_due, step checkpoints and task
+// completions write run rows (pg/run_write.hpp), and step checkpoints read
+// stored steps
 // (pg/step_lookup.hpp), through the access methods where they can; off:
 // always their statements.
 bool direct_writes() noexcept;
