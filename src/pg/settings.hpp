@@ -12,9 +12,8 @@ int notify_interval_ms() noexcept;
 
 // docket.direct_writes: commit, claim_due, step checkpoints and task
 // completions write run rows (pg/run_write.hpp), and step checkpoints read
-// stored steps
-// (pg/step_lookup.hpp), through the access methods where they can; off:
-// always their statements.
+// stored steps (pg/step_lookup.hpp), through the access methods where they
+// can; off: always their statements.
 bool direct_writes() noexcept;
 
 // docket.max_clock_skew: how far (ms) a caller's `now` argument may be from docket.now().
