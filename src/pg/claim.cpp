@@ -1,10 +1,12 @@
 // claim_due: one atomic scan that turns due and expired runs into leases or
 // poison. The core decides which candidates and what happens to each; this
 // file only fetches candidates, applies the decisions and returns the rows.
+#include <algorithm>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "pg/claim.hpp"
@@ -171,6 +173,8 @@ Statement lease_statement{DOCKET_LEASE_SET
 // attempt in claimed_attempt, at claim_started_at; src/pg/events.cpp reads
 // it there) until the task's next lease, which logs it first (claim_runs).
 // (SET reads the row as it was: claimed_seq is the new event_seq.)
+// A lease that wakes no task is written directly where it can be
+// (pg/run_write.hpp's write_task_leases); this statement leases the rest.
 Statement lease_task_statement{
     "WITH leased AS (" DOCKET_LEASE_SET
     ", claimed_seq = CASE WHEN graph_hash = 'task' THEN event_seq"
@@ -386,31 +390,64 @@ void apply(Statement& statement, const std::vector<std::string>& ids, const Ctid
       history.push_back(poisoned_event(out, DatumGetInt64(v[r_event_seq - 1])));
   };
 
-  const int n = static_cast<int>(ids.size());
   std::vector<std::uint8_t> tokens;
-  if (lease) tokens = fresh_tokens(n);
-  if (&statement == &lease_statement) {
-    // claim_due's lease, written directly where it can be (pg/run_write.hpp).
+  if (lease) tokens = fresh_tokens(static_cast<int>(ids.size()));
+  // The runs the statement updates: all of them, or those the direct lease
+  // left to it.
+  std::vector<std::string> rest;
+  const std::vector<std::string>* todo = &ids;
+  if (lease) {
+    // The lease, written directly where it can be (pg/run_write.hpp).
+    const int n = static_cast<int>(ids.size());
     std::vector<RunLease> leases(ids.size());
     for (std::size_t i = 0; i < ids.size(); ++i)
       leases[i] = {ctids.at(ids[i]).ctid, text_datum(ids[i]), token_datum(tokens, i)};
     std::vector<LeasedRow> rows(ids.size());
     const LeaseValues values{now, lease_ms.has_value(), lease_ms.value_or(0)};
-    if (write_leases(leases.data(), n, values, rows.data())) {
-      static_assert(kLeaseColumns == r_queue, "write_leases returns lease_statement's columns");
-      for (const LeasedRow& row : rows) file(row.values, row.nulls);
-      return;
+    static_assert(kLeaseColumns == r_queue, "the direct leases return lease_statement's columns");
+    if (&statement == &lease_statement) {
+      if (write_leases(leases.data(), n, values, rows.data())) {
+        for (const LeasedRow& row : rows) file(row.values, row.nulls);
+        return;
+      }
+    } else {
+      std::vector<TaskLeased> facts(ids.size());
+      if (write_task_leases(leases.data(), n, values, rows.data(), facts.data())) {
+        std::vector<std::uint8_t> rest_tokens;
+        for (std::size_t i = 0; i < ids.size(); ++i) {
+          if (!facts[i].written) {
+            rest.push_back(ids[i]);
+            const std::uint8_t* token = tokens.data() + i * UUID_LEN;
+            rest_tokens.insert(rest_tokens.end(), token, token + UUID_LEN);
+            continue;
+          }
+          Datum v[r_columns];
+          bool null[r_columns];
+          std::copy(rows[i].values, rows[i].values + kLeaseColumns, v);
+          std::copy(rows[i].nulls, rows[i].nulls + kLeaseColumns, null);
+          v[r_task_attempt - 1] = facts[i].attempt;
+          null[r_task_attempt - 1] = facts[i].attempt_null;
+          v[r_wake_reason - 1] = facts[i].wake_reason;
+          null[r_wake_reason - 1] = facts[i].wake_reason_null;
+          file(v, null);
+        }
+        if (rest.empty()) return;
+        tokens = std::move(rest_tokens);
+        todo = &rest;
+      }
     }
   }
 
+  const std::vector<std::string>& update = *todo;
+  const int n = static_cast<int>(update.size());
   Datum values[5] = {Datum(0), TimestampTzGetDatum(now), Int64GetDatum(lease_ms.value_or(0)),
-                     Datum(0), text_array(ids)};
+                     Datum(0), text_array(update)};
   if (lease) {
-    std::vector<ItemPointerData> where(ids.size());
-    std::vector<Datum> elements(ids.size());
-    std::vector<Datum> token_elements(ids.size());
-    for (std::size_t i = 0; i < ids.size(); ++i) {
-      where[i] = ctids.at(ids[i]).ctid;
+    std::vector<ItemPointerData> where(update.size());
+    std::vector<Datum> elements(update.size());
+    std::vector<Datum> token_elements(update.size());
+    for (std::size_t i = 0; i < update.size(); ++i) {
+      where[i] = ctids.at(update[i]).ctid;
       elements[i] = PointerGetDatum(&where[i]);
       token_elements[i] = token_datum(tokens, i);
     }
@@ -427,7 +464,8 @@ void apply(Statement& statement, const std::vector<std::string>& ids, const Ctid
   // primary key for a poisoning).
   spi_prepare_generic(statement);
   const std::uint64_t rows = spi_execute(statement, values, nulls);
-  if (rows != ids.size()) throw std::logic_error("claim_due: a locked candidate was not updated");
+  if (rows != update.size())
+    throw std::logic_error("claim_due: a locked candidate was not updated");
   for (std::uint64_t row = 0; row < rows; ++row) {
     // The row, copied out of SPI memory once: the claim's values outlive it.
     Datum v[r_columns];

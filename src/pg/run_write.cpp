@@ -1,6 +1,6 @@
 // run_write: see run_write.hpp. Everything in the anonymous namespace runs
-// inside the one pg::call of write_commit or write_leases: PostgreSQL code
-// only, no C++ object with a destructor.
+// inside the one pg::call of an entry point at the end of this file:
+// PostgreSQL code only, no C++ object with a destructor.
 #include "pg/run_write.hpp"
 
 #include <cstdint>
@@ -86,7 +86,7 @@ const ColumnSpec kColumns[c_count] = {
     {"claimed_seq", INT8OID, kByLease},
     {"claimed_attempt", INT4OID, kByLease},
     {"deadline_at", TIMESTAMPTZOID, 0},
-    {"event_seq", INT8OID, kByStep | kByComplete},
+    {"event_seq", INT8OID, kByLease | kByStep | kByComplete},
     {"completed_seq", INT8OID, kByComplete},
     {"completed_at", TIMESTAMPTZOID, kByComplete},
 };
@@ -490,7 +490,12 @@ void set_lease_values(TupleTableSlot* slot, Datum token, const LeaseValues& valu
   set(c_claimed_attempt, 0, true);
 }
 
-bool write_leases_pg(const RunLease* leases, int count, const LeaseValues& values, LeasedRow* out) {
+// Leases the locked runs leases[0..count): set(slot, i) turns the copied
+// columns into the new version (false: the statement leases this one, and
+// nothing is written for it); each version written is returned in out[i].
+template <typename Set>
+bool lease_rows(const RunLease* leases, int count, const LeaseValues& values, LeasedRow* out,
+                Set set) {
   Relation rel = open_for_write();
   if (rel == nullptr) return false;
   TupleTableSlot* old_slot = table_slot_create(rel, nullptr);
@@ -506,6 +511,11 @@ bool write_leases_pg(const RunLease* leases, int count, const LeaseValues& value
       elog(ERROR, "docket: a locked claim candidate is another run");
     start_version(rel, old_slot, new_slot);
     set_lease_values(new_slot, lease.token, values);
+    if (!set(new_slot, i)) {
+      ExecClearTuple(new_slot);
+      ExecClearTuple(old_slot);
+      continue;
+    }
     const TM_Result result = write_version(rel, old_slot, new_slot, w_lease);
     if (result != TM_Ok)
       elog(ERROR, "docket: a locked claim candidate changed under its lock (%d)",
@@ -531,6 +541,117 @@ bool write_leases_pg(const RunLease* leases, int count, const LeaseValues& value
   ExecDropSingleTupleTableSlot(old_slot);
   close_after_write(rel);
   return true;
+}
+
+bool write_leases_pg(const RunLease* leases, int count, const LeaseValues& values, LeasedRow* out) {
+  return lease_rows(leases, count, values, out,
+                    [](TupleTableSlot* /*slot*/, int /*i*/) { return true; });
+}
+
+// A signed decimal integer as the text-to-integer casts read it, when it is
+// only that (an optional '-' and digits, within [min, max]); otherwise
+// nothing, and the statement's cast decides (it may read more forms, or
+// raise).
+std::optional<int64> plain_integer(const char* s, int len, int64 min, int64 max) {
+  int i = 0;
+  const bool negative = len > 0 && s[0] == '-';
+  if (negative) i = 1;
+  if (i == len || len - i > 18) return std::nullopt;  // 18 digits: no overflow below
+  int64 value = 0;
+  for (; i < len; ++i) {
+    if (s[i] < '0' || s[i] > '9') return std::nullopt;
+    value = value * 10 + (s[i] - '0');
+  }
+  if (negative) value = -value;
+  if (value < min || value > max) return std::nullopt;
+  return value;
+}
+
+// `document ->> key` read as an integer by a cast, for a value that is a
+// JSON string or number holding a plain integer: the integer; a missing key
+// or JSON null: SQL NULL (*null); anything else: false, for the statement.
+bool document_integer(Jsonb* document, const char* key, int64 min, int64 max, int64* value,
+                      bool* null) {
+  JsonbValue v;
+  if (getKeyJsonValueFromContainer(&document->root, key, static_cast<int>(strlen(key)), &v) ==
+          nullptr ||
+      v.type == jbvNull) {
+    *null = true;
+    return true;
+  }
+  std::optional<int64> parsed;
+  if (v.type == jbvString) {
+    parsed = plain_integer(v.val.string.val, v.val.string.len, min, max);
+  } else if (v.type == jbvNumeric) {
+    const char* text =
+        DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(v.val.numeric)));
+    parsed = plain_integer(text, static_cast<int>(strlen(text)), min, max);
+  }
+  if (!parsed) return false;
+  *null = false;
+  *value = *parsed;
+  return true;
+}
+
+// lease_task_statement's SET list beyond the lease's columns, and its
+// RETURNING list's attempt and wake_reason, over the version set_lease_values
+// formed; false when the statement must lease this run (run_write.hpp).
+bool set_task_lease_values(TupleTableSlot* slot, TaskLeased& facts) {
+  if (null_of(slot, c_document) || null_of(slot, c_graph_hash) || null_of(slot, c_event_seq))
+    return false;
+  Jsonb* document = DatumGetJsonbP(value_of(slot, c_document));
+  if (!JB_ROOT_IS_OBJECT(document)) return false;
+  JsonbValue v;
+  if (getKeyJsonValueFromContainer(&document->root, "wake_pending", 12, &v) != nullptr)
+    return false;
+  int64 attempt = 0;
+  bool attempt_null = true;
+  if (!document_integer(document, "attempt", PG_INT32_MIN, PG_INT32_MAX, &attempt, &attempt_null))
+    return false;
+  // document ->> 'wake_reason': a string, or NULL.
+  bool reason_null = true;
+  Datum reason = Datum(0);
+  if (getKeyJsonValueFromContainer(&document->root, "wake_reason", 11, &v) != nullptr &&
+      v.type != jbvNull) {
+    if (v.type != jbvString) return false;
+    reason = SPI_datumTransfer(
+        PointerGetDatum(cstring_to_text_with_len(v.val.string.val, v.val.string.len)), false, -1);
+    reason_null = false;
+  }
+  const text* hash = DatumGetTextPP(value_of(slot, c_graph_hash));
+  const bool task = VARSIZE_ANY_EXHDR(hash) == 4 && memcmp(VARDATA_ANY(hash), "task", 4) == 0;
+  if (task) {
+    const int64 event_seq = DatumGetInt64(value_of(slot, c_event_seq));
+    int64 next = 0;
+    if (pg_add_s64_overflow(event_seq, 1, &next)) return false;
+    // woke: (document ->> 'woke_seq')::bigint = the new event_seq - 1, which
+    // only a lease that wakes the task makes true; the statement logs it.
+    int64 woke_seq = 0;
+    bool woke_null = true;
+    if (!document_integer(document, "woke_seq", PG_INT64_MIN, PG_INT64_MAX, &woke_seq,
+                          &woke_null) ||
+        (!woke_null && woke_seq == event_seq))
+      return false;
+    value_of(slot, c_event_seq) = Int64GetDatum(next);
+    value_of(slot, c_claimed_seq) = Int64GetDatum(next);
+    null_of(slot, c_claimed_seq) = false;
+    value_of(slot, c_claimed_attempt) = Int32GetDatum(static_cast<int32>(attempt));
+    null_of(slot, c_claimed_attempt) = attempt_null;
+  }
+  facts.written = true;
+  facts.attempt = Int32GetDatum(static_cast<int32>(attempt));
+  facts.attempt_null = attempt_null;
+  facts.wake_reason = reason;
+  facts.wake_reason_null = reason_null;
+  return true;
+}
+
+bool write_task_leases_pg(const RunLease* leases, int count, const LeaseValues& values,
+                          LeasedRow* out, TaskLeased* facts) {
+  for (int i = 0; i < count; ++i) facts[i] = TaskLeased{};
+  return lease_rows(leases, count, values, out, [&](TupleTableSlot* slot, int i) {
+    return set_task_lease_values(slot, facts[i]);
+  });
 }
 
 // The fence of the task layer's fenced statements (held_statement,
@@ -761,6 +882,11 @@ RowWrite write_commit(const RunFence& fence, const RunCommitValues& values, Datu
 
 bool write_leases(const RunLease* leases, int count, const LeaseValues& values, LeasedRow* out) {
   return call([&] { return write_leases_pg(leases, count, values, out); });
+}
+
+bool write_task_leases(const RunLease* leases, int count, const LeaseValues& values, LeasedRow* out,
+                       TaskLeased* facts) {
+  return call([&] { return write_task_leases_pg(leases, count, values, out, facts); });
 }
 
 }  // namespace docket::pg

@@ -1,7 +1,7 @@
-// run_write: a commit's update of one docket.runs row, claim_due's lease of
-// the rows its candidate scan locked, a step checkpoint's claim refresh and a
-// task's completion, written through the table and index access methods
-// instead of an UPDATE statement.
+// run_write: a commit's update of one docket.runs row, claim_due's and
+// claim_tasks' lease of the rows their candidate scan locked, a step
+// checkpoint's claim refresh and a task's completion, written through the
+// table and index access methods instead of an UPDATE statement.
 //
 // An UPDATE through SPI starts an executor for each call: more than half of a
 // commit's instructions went to starting it (opening seven indexes, building
@@ -109,6 +109,29 @@ struct LeasedRow {
 // an error (it cannot move under the lock). Needs an open SPI connection: the
 // returned values are copied into the context SPI_connect was called in.
 bool write_leases(const RunLease* leases, int count, const LeaseValues& values, LeasedRow* out);
+
+// claim_tasks' lease (claim.cpp's lease_task_statement) of a run whose
+// document is an object without wake_pending: the lease's columns, and for a
+// task one event more, stated by the row (claimed_seq, the new event_seq;
+// claimed_attempt, the document's attempt). Besides lease_statement's
+// columns it returns the document's attempt (int) and wake_reason (text).
+struct TaskLeased {
+  bool written = false;  // false: the statement leases this run
+  Datum attempt = Datum(0);
+  bool attempt_null = true;
+  Datum wake_reason = Datum(0);
+  bool wake_reason_null = true;
+};
+
+// Leases the locked runs it can, filling out[i] and facts[i] for each one
+// written (facts[i].written); a run whose lease wakes it (wake_pending, whose
+// woke event the statement logs), whose document is not an object, or whose
+// attempt, woke_seq or wake_reason the statement's casts would read
+// otherwise (or raise on), or whose counter is at its end, is left to the
+// statement. Returns false, having written nothing, when this path does not
+// apply. Like write_leases, needs an open SPI connection.
+bool write_task_leases(const RunLease* leases, int count, const LeaseValues& values, LeasedRow* out,
+                       TaskLeased* facts);
 
 // A step checkpoint's claim refresh of one held task (task_steps.cpp's
 // held_statement): matched by run id, token, a task's graph and its deadline
