@@ -13,29 +13,11 @@ SET LOCAL docket.fake_now = '2030-01-01 00:10:00+00';
 
 \ir lib/run_fixture.sql
 \ir lib/err.sql
-CREATE EXTENSION IF NOT EXISTS amcheck;
+\ir lib/direct_writes.sql
 
 -- doc(id, seq) with a status and more fields.
 CREATE FUNCTION pg_temp.next(id text, seq bigint, status text, patch jsonb DEFAULT '{}')
 RETURNS jsonb LANGUAGE sql AS $$ SELECT pg_temp.doc(id, seq) || jsonb_build_object('status', status) || patch $$;
-
--- Every index of docket.runs passes amcheck with heapallindexed: each row
--- version its predicate admits has its entry. Returns the indexes that fail.
-CREATE FUNCTION pg_temp.unindexed() RETURNS text[] LANGUAGE plpgsql AS $$
-DECLARE
-  i regclass;
-  failed text[] := '{}';
-BEGIN
-  FOR i IN SELECT indexrelid::regclass FROM pg_index WHERE indrelid = 'docket.runs'::regclass
-                                                      ORDER BY indexrelid LOOP
-    BEGIN
-      PERFORM bt_index_check(i, true);
-    EXCEPTION WHEN OTHERS THEN
-      failed := failed || (i::text || ': ' || SQLERRM);
-    END;
-  END LOOP;
-  RETURN failed;
-END $$;
 
 -- Runs w-0 .. w-11 (three of them tenant acme's), all due, all claimed.
 SELECT docket.insert_run(CASE WHEN g % 4 = 0 THEN 'tenant:acme' ELSE 'tenantless' END,
@@ -154,14 +136,14 @@ SELECT is(pg_temp.unindexed(), '{}'::text[], 'an expression index holds the new 
 DROP INDEX docket.tap_runs_queue_upper;
 
 -- A trigger on UPDATE: the statement runs, and the trigger with it.
-CREATE TEMP TABLE seen (run_id text, status text);
-CREATE FUNCTION pg_temp.saw() RETURNS trigger LANGUAGE plpgsql AS $$
+-- (It also changes the row, as a trigger may.)
+CREATE FUNCTION pg_temp.saw_and_clear() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   INSERT INTO seen VALUES (NEW.run_id, NEW.status);
   NEW.poison_reason := NULL;
   RETURN NEW;
 END $$;
-CREATE TRIGGER tap_runs_seen BEFORE UPDATE ON docket.runs FOR EACH ROW EXECUTE FUNCTION pg_temp.saw();
+CREATE TRIGGER tap_runs_seen BEFORE UPDATE ON docket.runs FOR EACH ROW EXECUTE FUNCTION pg_temp.saw_and_clear();
 SELECT pg_temp.commit_as('w-10', 'completed', 'terminal');
 SELECT results_eq($$ SELECT run_id, status FROM seen $$, $$ VALUES ('w-10', 'completed') $$,
                   'a BEFORE UPDATE trigger fires for a commit');

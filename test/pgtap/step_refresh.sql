@@ -11,25 +11,7 @@ SELECT plan(23);
 SET LOCAL timezone = 'UTC';
 
 \ir lib/task_helpers.sql
-CREATE EXTENSION IF NOT EXISTS amcheck;
-
--- Every index of docket.runs passes amcheck with heapallindexed; returns the
--- ones that fail.
-CREATE FUNCTION pg_temp.unindexed() RETURNS text[] LANGUAGE plpgsql AS $$
-DECLARE
-  i regclass;
-  failed text[] := '{}';
-BEGIN
-  FOR i IN SELECT indexrelid::regclass FROM pg_index WHERE indrelid = 'docket.runs'::regclass
-                                                      ORDER BY indexrelid LOOP
-    BEGIN
-      PERFORM bt_index_check(i, true);
-    EXCEPTION WHEN OTHERS THEN
-      failed := failed || (i::text || ': ' || SQLERRM);
-    END;
-  END LOOP;
-  RETURN failed;
-END $$;
+\ir lib/direct_writes.sql
 
 -- steps(names, step, value): complete_steps of one step for each task named,
 -- at the current fake time; the outcomes in order.
@@ -119,12 +101,6 @@ SELECT is(pg_temp.store(ARRAY['e'], 's1'), ARRAY['stored'], 'e: a step of a very
 SELECT is(pg_temp.cols('e'), pg_temp.cols(21, 0, 0, 2), 'and the claim refreshed, not renewed');
 
 -- A BEFORE UPDATE trigger: the statement refreshes, and the trigger fires.
-CREATE TEMP TABLE seen (run_id text);
-CREATE FUNCTION pg_temp.saw() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  INSERT INTO seen VALUES (NEW.run_id);
-  RETURN NEW;
-END $$;
 CREATE TRIGGER tap_runs_seen BEFORE UPDATE ON docket.runs FOR EACH ROW EXECUTE FUNCTION pg_temp.saw();
 SELECT pg_temp.at(22);
 SELECT is(pg_temp.store(ARRAY['a', 'b'], 's9'), ARRAY['stored', 'stored'], 'with a trigger the steps are stored');

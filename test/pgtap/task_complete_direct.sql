@@ -11,25 +11,7 @@ SELECT plan(25);
 SET LOCAL timezone = 'UTC';
 
 \ir lib/task_helpers.sql
-CREATE EXTENSION IF NOT EXISTS amcheck;
-
--- Every index of docket.runs passes amcheck with heapallindexed; returns the
--- ones that fail.
-CREATE FUNCTION pg_temp.unindexed() RETURNS text[] LANGUAGE plpgsql AS $$
-DECLARE
-  i regclass;
-  failed text[] := '{}';
-BEGIN
-  FOR i IN SELECT indexrelid::regclass FROM pg_index WHERE indrelid = 'docket.runs'::regclass
-                                                      ORDER BY indexrelid LOOP
-    BEGIN
-      PERFORM bt_index_check(i, true);
-    EXCEPTION WHEN OTHERS THEN
-      failed := failed || (i::text || ': ' || SQLERRM);
-    END;
-  END LOOP;
-  RETURN failed;
-END $$;
+\ir lib/direct_writes.sql
 
 -- done(names, results): complete_tasks of the tasks named with those results;
 -- the outcomes in order.
@@ -132,12 +114,6 @@ SELECT throws_ok($$ SELECT pg_temp.done(ARRAY['i'], ARRAY['1']::jsonb[]) $$, '22
 SELECT is((SELECT status FROM docket.runs WHERE run_id = pg_temp.id('i')), 'running', 'and i still runs');
 
 -- A BEFORE UPDATE trigger: the statement completes, and the trigger fires.
-CREATE TEMP TABLE seen (run_id text);
-CREATE FUNCTION pg_temp.saw() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  INSERT INTO seen VALUES (NEW.run_id);
-  RETURN NEW;
-END $$;
 CREATE TRIGGER tap_runs_seen BEFORE UPDATE ON docket.runs FOR EACH ROW EXECUTE FUNCTION pg_temp.saw();
 UPDATE docket.runs SET event_seq = 2 WHERE run_id = pg_temp.id('i');
 DELETE FROM seen;

@@ -12,25 +12,7 @@ SELECT plan(20);
 SET LOCAL timezone = 'UTC';
 
 \ir lib/task_helpers.sql
-CREATE EXTENSION IF NOT EXISTS amcheck;
-
--- Every index of docket.runs passes amcheck with heapallindexed; returns the
--- ones that fail.
-CREATE FUNCTION pg_temp.unindexed() RETURNS text[] LANGUAGE plpgsql AS $$
-DECLARE
-  i regclass;
-  failed text[] := '{}';
-BEGIN
-  FOR i IN SELECT indexrelid::regclass FROM pg_index WHERE indrelid = 'docket.runs'::regclass
-                                                      ORDER BY indexrelid LOOP
-    BEGIN
-      PERFORM bt_index_check(i, true);
-    EXCEPTION WHEN OTHERS THEN
-      failed := failed || (i::text || ': ' || SQLERRM);
-    END;
-  END LOOP;
-  RETURN failed;
-END $$;
+\ir lib/direct_writes.sql
 
 -- The row of task n without what differs between two tasks of the fixture or
 -- two leases (the token).
@@ -137,12 +119,6 @@ SELECT throws_ok($$ SELECT pg_temp.take('x') $$, '22003', 'bigint out of range',
 
 -- A BEFORE UPDATE trigger: the statement leases, and the trigger fires.
 UPDATE docket.runs SET event_seq = 1 WHERE run_id = pg_temp.id('x');
-CREATE TEMP TABLE seen (run_id text);
-CREATE FUNCTION pg_temp.saw() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  INSERT INTO seen VALUES (NEW.run_id);
-  RETURN NEW;
-END $$;
 CREATE TRIGGER tap_runs_seen BEFORE UPDATE ON docket.runs FOR EACH ROW EXECUTE FUNCTION pg_temp.saw();
 SELECT is(pg_temp.take('x'), 1::bigint, 'with a trigger the task is claimed');
 SELECT results_eq($$ SELECT run_id FROM seen $$, $$ VALUES (pg_temp.id('x')) $$, 'and the trigger fired');
