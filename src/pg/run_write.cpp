@@ -609,15 +609,11 @@ bool set_task_lease_values(TupleTableSlot* slot, TaskLeased& facts) {
   if (!document_integer(document, "attempt", PG_INT32_MIN, PG_INT32_MAX, &attempt, &attempt_null))
     return false;
   // document ->> 'wake_reason': a string, or NULL.
-  bool reason_null = true;
-  Datum reason = Datum(0);
-  if (getKeyJsonValueFromContainer(&document->root, "wake_reason", 11, &v) != nullptr &&
-      v.type != jbvNull) {
-    if (v.type != jbvString) return false;
-    reason = SPI_datumTransfer(
-        PointerGetDatum(cstring_to_text_with_len(v.val.string.val, v.val.string.len)), false, -1);
-    reason_null = false;
-  }
+  JsonbValue reason;
+  const bool reason_null =
+      getKeyJsonValueFromContainer(&document->root, "wake_reason", 11, &reason) == nullptr ||
+      reason.type == jbvNull;
+  if (!reason_null && reason.type != jbvString) return false;
   const text* hash = DatumGetTextPP(value_of(slot, c_graph_hash));
   const bool task = VARSIZE_ANY_EXHDR(hash) == 4 && memcmp(VARDATA_ANY(hash), "task", 4) == 0;
   if (task) {
@@ -641,8 +637,11 @@ bool set_task_lease_values(TupleTableSlot* slot, TaskLeased& facts) {
   facts.written = true;
   facts.attempt = Int32GetDatum(static_cast<int32>(attempt));
   facts.attempt_null = attempt_null;
-  facts.wake_reason = reason;
   facts.wake_reason_null = reason_null;
+  if (!reason_null)
+    facts.wake_reason = SPI_datumTransfer(
+        PointerGetDatum(cstring_to_text_with_len(reason.val.string.val, reason.val.string.len)),
+        false, -1);
   return true;
 }
 
