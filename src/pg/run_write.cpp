@@ -366,7 +366,7 @@ void insert_index_entries(Relation rel, TupleTableSlot* slot, Write write) {
 
 // Opens the table for a write under a fresh snapshot (pushed active), or
 // returns nullptr when this path does not apply (see run_write.hpp).
-Relation open_for_write() {
+Relation open_for_write(Snapshot under = nullptr) {
   // A read-only transaction (a standby's included) or parallel mode: the
   // statement raises what the executor raises there. docket.direct_writes
   // off: the statements always.
@@ -380,8 +380,10 @@ Relation open_for_write() {
   CheckCmdReplicaIdentity(rel, CMD_UPDATE);
   // As SPI does before each statement that writes: what this transaction did
   // so far is visible, in a snapshot taken now.
+  // `under`: a snapshot the caller read under before, so that a row another
+  // transaction changed since is not written here (TM_Updated).
   CommandCounterIncrement();
-  PushActiveSnapshot(GetTransactionSnapshot());
+  PushActiveSnapshot(under != nullptr ? under : GetTransactionSnapshot());
   return rel;
 }
 
@@ -669,16 +671,17 @@ bool task_fence_holds(TupleTableSlot* slot, Datum run_id, Datum token, Timestamp
 }
 
 // Writes the held tasks items[from..count) (each with run_id and token), in
-// that order, each found by primary key under one fresh snapshot and fenced
-// by task_fence_holds: set(slot, item) turns the copied columns into the new
-// version (false: the statement must write this one), written(i, slot) reads
-// the version written. Returns the index of the first item the statement
-// must write (a set() refusal, or a row changed since the snapshot), count
-// when all were decided here, or -1 when the path does not apply.
+// that order, each found by primary key under one snapshot (`under`, or a
+// fresh one) and fenced by task_fence_holds: set(slot, item) turns the copied
+// columns into the new version (false: the statement must write this one),
+// written(i, slot) reads the version written. Returns the index of the first
+// item the statement must write (a set() refusal, or a row changed since the
+// snapshot), count when all were decided here, or -1 when the path does not
+// apply.
 template <typename Item, typename Set, typename Written>
-int write_held_tasks(const Item* items, int from, int count, TimestampTz now, Write write, Set set,
-                     Written written) {
-  Relation rel = open_for_write();
+int write_held_tasks(const Item* items, int from, int count, TimestampTz now, Snapshot under,
+                     Write write, Set set, Written written) {
+  Relation rel = open_for_write(under);
   if (rel == nullptr) return -1;
   Relation pkey = index_open(cache.pkey, RowExclusiveLock);
   TupleTableSlot* old_slot = table_slot_create(rel, nullptr);
@@ -751,10 +754,10 @@ bool set_step_values(TupleTableSlot* slot, const StepRefresh& item, TimestampTz 
 }
 
 int write_step_refreshes_pg(const StepRefresh* items, int from, int count, TimestampTz now,
-                            StepRefreshed* out) {
+                            Snapshot under, StepRefreshed* out) {
   for (int i = from; i < count; ++i) out[i] = StepRefreshed{};
   return write_held_tasks(
-      items, from, count, now, w_step,
+      items, from, count, now, under, w_step,
       [&](TupleTableSlot* slot, const StepRefresh& item) {
         return set_step_values(slot, item, now);
       },
@@ -856,7 +859,7 @@ int write_task_completions_pg(const TaskCompletion* items, int from, int count,
       OidInputFunctionCall(input, const_cast<char*>(values.checkpoint_type), ioparam, -1);
   const Datum base_keys = document_base_keys();
   return write_held_tasks(
-      items, from, count, values.now, w_complete,
+      items, from, count, values.now, nullptr, w_complete,
       [&](TupleTableSlot* slot, const TaskCompletion& item) {
         return set_completion_values(slot, item, values, base_keys, checkpoint_type);
       },
@@ -866,8 +869,8 @@ int write_task_completions_pg(const TaskCompletion* items, int from, int count,
 }  // namespace
 
 int write_step_refreshes(const StepRefresh* items, int from, int count, TimestampTz now,
-                         StepRefreshed* out) {
-  return call([&] { return write_step_refreshes_pg(items, from, count, now, out); });
+                         StepRefreshed* out, Snapshot under) {
+  return call([&] { return write_step_refreshes_pg(items, from, count, now, under, out); });
 }
 
 int write_task_completions(const TaskCompletion* items, int from, int count,

@@ -149,14 +149,15 @@ struct StepRefreshed {
 };
 
 // Refreshes items[from..count) in that order (the lock order), each found by
-// its primary key under one fresh snapshot, until one needs the statement: a
-// row changed since the snapshot (the statement's re-check under the lock
-// decides), or a value out of range (the statement raises). Returns that
-// item's index, count when every item was decided here (out[i].held false:
-// no version visible matches), or -1 when this path does not apply (nothing
-// written).
+// its primary key under one snapshot (`under`, one the caller read under
+// before and keeps registered, or a fresh one), until one needs the
+// statement: a row changed since the snapshot (the statement's re-check under
+// the lock decides), or a value out of range (the statement raises). Returns
+// that item's index, count when every item was decided here (out[i].held
+// false: no version visible matches), or -1 when this path does not apply
+// (nothing written).
 int write_step_refreshes(const StepRefresh* items, int from, int count, TimestampTz now,
-                         StepRefreshed* out);
+                         StepRefreshed* out, Snapshot under = nullptr);
 
 // A held task's completion (task_complete.cpp's complete_statement): matched
 // as a step refresh is; the document becomes the stored one without the keys

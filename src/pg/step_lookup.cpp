@@ -59,7 +59,7 @@ StepsTable open_steps() {
   return t;
 }
 
-bool lookup_steps_pg(const Datum* ids, const Datum* names, int n, StoredStep* out) {
+bool lookup_steps_pg(const Datum* ids, const Datum* names, int n, StoredStep* out, Snapshot* kept) {
   StepsTable t = open_steps();
   if (t.rel == nullptr) return false;
   // As SPI before a statement: this transaction's earlier commands visible,
@@ -86,6 +86,7 @@ bool lookup_steps_pg(const Datum* ids, const Datum* names, int n, StoredStep* ou
   }
   ExecDropSingleTupleTableSlot(slot);
   index_endscan(scan);
+  if (kept != nullptr) *kept = RegisterSnapshot(GetActiveSnapshot());
   PopActiveSnapshot();
   index_close(t.pkey, AccessShareLock);
   table_close(t.rel, AccessShareLock);
@@ -94,9 +95,10 @@ bool lookup_steps_pg(const Datum* ids, const Datum* names, int n, StoredStep* ou
 
 }  // namespace
 
-bool lookup_steps(const Datum* ids, const Datum* names, int n, std::vector<StoredStep>& out) {
+bool lookup_steps(const Datum* ids, const Datum* names, int n, std::vector<StoredStep>& out,
+                  Snapshot* kept) {
   std::vector<StoredStep> found(n);
-  if (!call([&] { return lookup_steps_pg(ids, names, n, found.data()); })) return false;
+  if (!call([&] { return lookup_steps_pg(ids, names, n, found.data(), kept); })) return false;
   out = std::move(found);
   return true;
 }

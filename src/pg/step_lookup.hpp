@@ -32,7 +32,10 @@ struct StoredStep {
   Datum value = Datum(0);
 };
 // Fills out[i] for each of the n pairs (ids[i], names[i], text datums).
-// False, with `out` untouched, when this path does not apply.
-bool lookup_steps(const Datum* ids, const Datum* names, int n, std::vector<StoredStep>& out);
+// False, with `out` untouched, when this path does not apply. With `kept`,
+// the snapshot the lookup read under is registered and returned there (the
+// caller unregisters it), for a write that must see no later commit.
+bool lookup_steps(const Datum* ids, const Datum* names, int n, std::vector<StoredStep>& out,
+                  Snapshot* kept = nullptr);
 
 }  // namespace docket::pg

@@ -139,10 +139,12 @@ struct StepResult {
 // Whether each (ids[i], names[i]) of the n pairs is stored now, and its
 // value: read through the primary key (pg/step_lookup.hpp), or by
 // kept_values_statement where that path does not apply; either under a new
-// snapshot.
-std::vector<StoredStep> find_steps(const Datum* ids, const Datum* names, int n) {
+// snapshot. With `kept`, the first path registers its snapshot there (the
+// statement's leaves it NULL).
+std::vector<StoredStep> find_steps(const Datum* ids, const Datum* names, int n,
+                                   Snapshot* kept = nullptr) {
   std::vector<StoredStep> out;
-  if (lookup_steps(ids, names, n, out)) return out;
+  if (lookup_steps(ids, names, n, out, kept)) return out;
   out.assign(n, StoredStep{});
   bool* no_nulls = nullptr;
   const Datum key[2] = {make_array(ids, no_nulls, n, TEXTOID),
@@ -168,10 +170,10 @@ std::vector<StoredStep> find_steps(const Datum* ids, const Datum* names, int n) 
 }
 
 // The (run id, step name) pairs among `ids` and `names` (n each) that are
-// stored now.
+// stored now (`kept`: as find_steps).
 std::set<std::pair<std::string, std::string>> stored_steps(const Datum* ids, const Datum* names,
-                                                           int n) {
-  const std::vector<StoredStep> found = find_steps(ids, names, n);
+                                                           int n, Snapshot* kept = nullptr) {
+  const std::vector<StoredStep> found = find_steps(ids, names, n, kept);
   std::set<std::pair<std::string, std::string>> out;
   for (int i = 0; i < n; ++i)
     if (found[i].stored) out.emplace(text_value(ids[i]), text_value(names[i]));
@@ -189,8 +191,14 @@ std::set<std::pair<std::string, std::string>> stored_steps(const Datum* ids, con
 // and none of ON CONFLICT's speculative insertion (a pre-check descent and a
 // confirm record per step). A table that needs a statement (bulk_insert.hpp)
 // gets steps_insert_statement, as before.
+// Without `probe` the first look stands: it and every run's refresh read
+// under one snapshot, and no run changed since. Every writer of a run's steps
+// updates the run's row in the same transaction (a step checkpoint's refresh,
+// sleep_until's transition, a wait's settle: task_wait.cpp), so a step
+// committed after the look would have sent that run's refresh to the
+// statement, and `probe` would be set.
 void insert_fresh(const std::vector<StepItem>& items, const std::vector<int>& insert,
-                  const std::unordered_map<std::string, std::int64_t>& base, Micros now,
+                  const std::unordered_map<std::string, std::int64_t>& base, Micros now, bool probe,
                   std::map<std::pair<std::string, std::string>, Datum>& inserted) {
   // Step name order inside each run, then each item's number. Each run id is
   // read into a string once, not per comparison.
@@ -219,7 +227,8 @@ void insert_fresh(const std::vector<StepItem>& items, const std::vector<int>& in
     in_seq[j] = Int64GetDatum(++next);
   }
   const std::set<std::pair<std::string, std::string>> taken =
-      stored_steps(in_ids.data(), in_names.data(), k);
+      probe ? stored_steps(in_ids.data(), in_names.data(), k)
+            : std::set<std::pair<std::string, std::string>>{};
   std::vector<Datum> ids, names, values, seqs;
   for (int j = 0; j < k; ++j) {
     if (!taken.empty() && taken.count({order[j].first, text_value(in_names[j])}) > 0) continue;
@@ -287,8 +296,11 @@ void refresh_by_statement(const std::vector<Datum>& run_ids, const std::vector<D
 // leaves to the statement by held_statement on its own before the next run is
 // taken, and every run by held_statement where the path does not apply. The
 // held ones go into `held` (run id -> token, event counter after the update).
-void refresh_held(const std::vector<Datum>& run_ids, const std::vector<Datum>& tokens,
-                  const std::vector<Datum>& fresh, Micros now,
+// `under`: the first look's snapshot (or NULL), under which the direct path
+// finds the rows until a run goes to the statement. True when every run was
+// decided under it: no run changed since that look.
+bool refresh_held(const std::vector<Datum>& run_ids, const std::vector<Datum>& tokens,
+                  const std::vector<Datum>& fresh, Micros now, Snapshot under,
                   std::unordered_map<std::string, std::pair<Token, std::int64_t>>& held) {
   const int m = static_cast<int>(run_ids.size());
   std::vector<StepRefresh> items(m);
@@ -296,19 +308,21 @@ void refresh_held(const std::vector<Datum>& run_ids, const std::vector<Datum>& t
   std::vector<StepRefreshed> out(m);
   int from = 0;
   while (from < m) {
-    const int stop = write_step_refreshes(items.data(), from, m, now, out.data());
+    const int stop =
+        write_step_refreshes(items.data(), from, m, now, out.data(), from == 0 ? under : nullptr);
     if (stop < 0) {
       refresh_by_statement(run_ids, tokens, fresh, from, m, now, held);
-      return;
+      return false;
     }
     for (int i = from; i < stop; ++i)
       if (out[i].held)
         held.emplace(text_value(run_ids[i]),
                      std::make_pair(token_value(tokens[i]), out[i].event_seq));
-    if (stop == m) return;
+    if (stop == m) return from == 0 && under != nullptr;
     refresh_by_statement(run_ids, tokens, fresh, stop, stop + 1, now, held);
     from = stop + 1;
   }
+  return false;
 }
 
 // Looks for stored steps, refreshes the held runs (held_statement), then
@@ -326,9 +340,11 @@ std::vector<StepResult> store_steps(const std::vector<StepItem>& items, Micros n
     id_text[i] = text_value(items[i].run_id);
     if (seen.emplace(id_text[i], i).second) runs.emplace_back(id_text[i], i);
   }
-  // The look: which steps are stored (the others are fresh).
+  // The look: which steps are stored (the others are fresh), and the
+  // snapshot it read under, where it was read directly.
+  Snapshot look = nullptr;
   const std::set<std::pair<std::string, std::string>> stored_before =
-      stored_steps(ids.data(), names.data(), n);
+      stored_steps(ids.data(), names.data(), n, &look);
   std::vector<std::pair<std::string, int>> fresh;  // run id, item
   for (int i = 0; i < n; ++i)
     if (stored_before.empty() ||
@@ -348,7 +364,8 @@ std::vector<StepResult> store_steps(const std::vector<StepItem>& items, Micros n
     run_fresh.push_back(Int64GetDatum(f == fresh_of.end() ? 0 : f->second));
   }
   std::unordered_map<std::string, std::pair<Token, std::int64_t>> held;  // run id -> token, seq
-  refresh_held(run_ids, run_tokens, run_fresh, now, held);
+  const bool unchanged = refresh_held(run_ids, run_tokens, run_fresh, now, look, held);
+  if (look != nullptr) call([&] { UnregisterSnapshot(look); });
   // The fresh items of held runs (the run's own token), and each run's number
   // before its first fresh step: its counter less its fresh steps.
   std::vector<int> insert;
@@ -361,7 +378,7 @@ std::vector<StepResult> store_steps(const std::vector<StepItem>& items, Micros n
     --base[id];
   }
   std::map<std::pair<std::string, std::string>, Datum> inserted;  // (run id, step) -> value
-  if (!insert.empty()) insert_fresh(items, insert, base, now, inserted);
+  if (!insert.empty()) insert_fresh(items, insert, base, now, !unchanged, inserted);
   std::vector<StepResult> out(n);
   std::vector<int> kept;
   for (int i = 0; i < n; ++i) {
