@@ -11,6 +11,7 @@
 #include "pg/notify.hpp"
 #include "pg/run_document.hpp"
 #include "pg/spi.hpp"
+#include "pg/wait_probe.hpp"
 
 namespace docket::pg {
 
@@ -182,7 +183,9 @@ bool apply_task_transition(Datum run_id, Datum token, Datum changes,
 }
 
 void release_finished(const std::vector<std::string>& run_ids) {
-  if (run_ids.empty()) return;
+  // Nearly always nothing to release: the probe (pg/wait_probe.hpp) saves
+  // the DELETE when no row of either kind is visible.
+  if (run_ids.empty() || !waiters_may_exist(run_ids)) return;
   const Datum ids = text_array(run_ids);
   spi_prepare_generic(release_statement);
   const std::uint64_t rows = spi_execute(release_statement, &ids, nullptr);
