@@ -80,11 +80,11 @@ void define() {
   // off what an administrator turned on for an audit.
   DefineCustomBoolVariable(
       "docket.direct_writes",
-      "commit, claim_due, step checkpoints and task completions write run rows, and read "
-      "stored steps, through the table and index access methods.",
-      "Off: they run their UPDATE and SELECT statements instead, as statement-level hooks "
-      "(auditing, pg_stat_statements) see them. The rows written and the errors raised are the "
-      "same.",
+      "Claims, commits, step checkpoints and task completions write run rows, read stored "
+      "steps and look for waiter rows through the table and index access methods.",
+      "Off: they run their UPDATE, SELECT and DELETE statements instead, as statement-level "
+      "hooks (auditing, pg_stat_statements) see them. The rows written and the errors raised "
+      "are the same.",
       &direct_writes_value, true, PGC_SUSET, 0, nullptr, nullptr, nullptr);
   // Superusers only, like the clock: a role that could raise them could lift
   // the bounds they put on hostile input.

@@ -10,10 +10,11 @@ bool notify() noexcept;
 // docket.notify_interval_ms: at most one NOTIFY per queue per this many ms per backend.
 int notify_interval_ms() noexcept;
 
-// docket.direct_writes: commit, claim_due, step checkpoints and task
-// completions write run rows (pg/run_write.hpp), and step checkpoints read
-// stored steps (pg/step_lookup.hpp), through the access methods where they
-// can; off: always their statements.
+// docket.direct_writes: claims, commits, step checkpoints and task
+// completions write run rows (pg/run_write.hpp), step checkpoints read stored
+// steps (pg/step_lookup.hpp), and a task's finish looks for waiter rows
+// (pg/wait_probe.hpp), through the access methods where they can; off:
+// always their statements.
 bool direct_writes() noexcept;
 
 // docket.max_clock_skew: how far (ms) a caller's `now` argument may be from docket.now().
