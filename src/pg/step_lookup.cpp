@@ -6,7 +6,7 @@
 #include <cstring>
 #include <utility>
 
-#include "pg/settings.hpp"
+#include "pg/direct_read.hpp"
 
 namespace docket::pg {
 
@@ -22,14 +22,9 @@ struct StepsTable {
 
 StepsTable open_steps() {
   StepsTable t;
-  if (!settings::direct_writes()) return t;
-  const Oid relid = get_relname_relid("task_steps", get_namespace_oid("docket", false));
-  if (!OidIsValid(relid) || pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
-    return t;
-  Relation rel = table_open(relid, AccessShareLock);
-  if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rel->relrowsecurity ||
-      rel->rd_rel->relhassubclass || rel->rd_rules != nullptr ||
-      !OidIsValid(RelationGetPrimaryKeyIndex(rel))) {
+  Relation rel = open_for_direct_read("task_steps");
+  if (rel == nullptr) return t;
+  if (!OidIsValid(RelationGetPrimaryKeyIndex(rel))) {
     table_close(rel, AccessShareLock);
     return t;
   }

@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "pg/boundary.hpp"
-#include "pg/settings.hpp"
+#include "pg/direct_read.hpp"
 
 namespace docket::pg {
 
@@ -96,16 +96,8 @@ bool any_visible(Relation rel, Relation index, const Datum* ids, int n, TupleTab
 }
 
 bool waiters_may_exist_pg(const std::vector<std::string>& run_ids) {
-  if (!settings::direct_writes()) return true;
-  const Oid relid = get_relname_relid("task_waits", get_namespace_oid("docket", false));
-  if (!OidIsValid(relid) || pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
-    return true;
-  Relation rel = table_open(relid, AccessShareLock);
-  if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rel->relrowsecurity ||
-      rel->rd_rel->relhassubclass || rel->rd_rules != nullptr) {
-    table_close(rel, AccessShareLock);
-    return true;
-  }
+  Relation rel = open_for_direct_read("task_waits");
+  if (rel == nullptr) return true;
   const AttrNumber run_id = text_column(rel, "run_id");
   const AttrNumber target = text_column(rel, "target");
   const AttrNumber kind = text_column(rel, "kind");

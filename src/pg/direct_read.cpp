@@ -1,0 +1,22 @@
+// direct_read: see direct_read.hpp.
+#include "pg/direct_read.hpp"
+
+#include "pg/settings.hpp"
+
+namespace docket::pg {
+
+Relation open_for_direct_read(const char* table) {
+  if (!settings::direct_writes()) return nullptr;
+  const Oid relid = get_relname_relid(table, get_namespace_oid("docket", false));
+  if (!OidIsValid(relid) || pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+    return nullptr;
+  Relation rel = table_open(relid, AccessShareLock);
+  if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rel->relrowsecurity ||
+      rel->rd_rel->relhassubclass || rel->rd_rules != nullptr) {
+    table_close(rel, AccessShareLock);
+    return nullptr;
+  }
+  return rel;
+}
+
+}  // namespace docket::pg
