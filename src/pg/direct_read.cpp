@@ -1,6 +1,8 @@
 // direct_read: see direct_read.hpp.
 #include "pg/direct_read.hpp"
 
+#include <cstring>
+
 #include "pg/settings.hpp"
 
 namespace docket::pg {
@@ -17,6 +19,16 @@ Relation open_for_direct_read(const char* table) {
     return nullptr;
   }
   return rel;
+}
+
+AttrNumber column_of_type(Relation rel, const char* name, Oid type) {
+  const TupleDesc desc = RelationGetDescr(rel);
+  for (int i = 0; i < desc->natts; ++i) {
+    const Form_pg_attribute attr = TupleDescAttr(desc, i);
+    if (!attr->attisdropped && strcmp(NameStr(attr->attname), name) == 0)
+      return attr->atttypid == type ? attr->attnum : InvalidAttrNumber;
+  }
+  return InvalidAttrNumber;
 }
 
 }  // namespace docket::pg

@@ -14,4 +14,8 @@ namespace docket::pg {
 // otherwise. PostgreSQL code: call it inside a pg::call.
 Relation open_for_direct_read(const char* table);
 
+// The number of column `name` of `rel` when it has type `type`;
+// InvalidAttrNumber otherwise (missing, dropped, or of another type).
+AttrNumber column_of_type(Relation rel, const char* name, Oid type);
+
 }  // namespace docket::pg

@@ -185,4 +185,25 @@ struct TaskCompletionValues {
 int write_task_completions(const TaskCompletion* items, int from, int count,
                            const TaskCompletionValues& values, bool* completed);
 
+// A batch written in its order (the lock order) by one of the entry points
+// above, with its statement where they stop: direct(from) writes from row
+// `from` and returns where it stopped (count when it wrote or decided every
+// row, or -1 when the path does not apply); each row it stops at goes to
+// statement(i, i + 1) before the next is taken, and the rows left when the
+// path does not apply to statement(from, count).
+template <typename Direct, typename Statement>
+void write_in_order(int count, Direct direct, Statement statement) {
+  int from = 0;
+  while (from < count) {
+    const int stop = direct(from);
+    if (stop < 0) {
+      statement(from, count);
+      return;
+    }
+    if (stop == count) return;
+    statement(stop, stop + 1);
+    from = stop + 1;
+  }
+}
+
 }  // namespace docket::pg

@@ -3,7 +3,6 @@
 // object with a destructor.
 #include "pg/step_lookup.hpp"
 
-#include <cstring>
 #include <utility>
 
 #include "pg/direct_read.hpp"
@@ -29,18 +28,9 @@ StepsTable open_steps() {
     return t;
   }
   Relation pkey = index_open(RelationGetPrimaryKeyIndex(rel), AccessShareLock);
-  const TupleDesc desc = RelationGetDescr(rel);
-  auto attnum = [&](const char* name, Oid type) -> AttrNumber {
-    for (int i = 0; i < desc->natts; ++i) {
-      const Form_pg_attribute attr = TupleDescAttr(desc, i);
-      if (!attr->attisdropped && strcmp(NameStr(attr->attname), name) == 0)
-        return attr->atttypid == type ? attr->attnum : InvalidAttrNumber;
-    }
-    return InvalidAttrNumber;
-  };
-  const AttrNumber run_id = attnum("run_id", TEXTOID);
-  const AttrNumber step_name = attnum("step_name", TEXTOID);
-  t.value_attnum = attnum("value", JSONBOID);
+  const AttrNumber run_id = column_of_type(rel, "run_id", TEXTOID);
+  const AttrNumber step_name = column_of_type(rel, "step_name", TEXTOID);
+  t.value_attnum = column_of_type(rel, "value", JSONBOID);
   const Form_pg_index index = pkey->rd_index;
   if (run_id == InvalidAttrNumber || step_name == InvalidAttrNumber ||
       t.value_attnum == InvalidAttrNumber || index->indnkeyatts != 2 ||

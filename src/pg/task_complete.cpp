@@ -91,19 +91,14 @@ std::unordered_set<std::string> complete_held(Datum ids, Datum tokens, Datum res
 // Completes the held tasks of the batch in `order` (run_id order, the lock
 // order): written directly (pg/run_write.hpp) where that path applies, a task
 // it leaves to the statement by complete_statement on its own before the next
-// one is taken, and the whole batch by complete_statement where the path does
-// not apply. The run ids it finished.
+// one is taken, and the rest by complete_statement where the path does not
+// apply. The run ids it finished.
 std::unordered_set<std::string> complete_in_order(const DatumArray& ids, const DatumArray& tokens,
                                                   const DatumArray& results,
                                                   const std::vector<int>& order,
                                                   const std::vector<std::string>& id_text,
                                                   Micros now) {
   const int n = static_cast<int>(order.size());
-  auto one_by_statement = [&](int i) {
-    return complete_held(make_array(&ids.values[i], &ids.nulls[i], 1, TEXTOID),
-                         make_array(&tokens.values[i], &tokens.nulls[i], 1, UUIDOID),
-                         make_array(&results.values[i], &results.nulls[i], 1, JSONBOID), now);
-  };
   std::vector<TaskCompletion> items(n);
   for (int k = 0; k < n; ++k) {
     const int i = order[k];
@@ -113,32 +108,28 @@ std::unordered_set<std::string> complete_in_order(const DatumArray& ids, const D
   const TaskCompletionValues values{now, text_datum(status_name(t.status)), t.checkpoint_type};
   std::unique_ptr<bool[]> completed = std::make_unique<bool[]>(n);
   std::unordered_set<std::string> done;
-  int from = 0;
-  while (from < n) {
-    const int stop = write_task_completions(items.data(), from, n, values, completed.get());
-    if (stop < 0) {
-      if (from == 0) {
+  write_in_order(
+      n,
+      [&](int from) {
+        const int stop = write_task_completions(items.data(), from, n, values, completed.get());
+        for (int k = from; k < stop; ++k)
+          if (completed[k]) done.insert(id_text[order[k]]);
+        return stop;
+      },
+      [&](int from, int to) {
+        // Items order[from..to), as the statement's arrays.
         auto sorted = [&](const DatumArray& a, Oid type) {
-          std::vector<Datum> v(n);
-          std::unique_ptr<bool[]> nulls = std::make_unique<bool[]>(n);
-          for (int k = 0; k < n; ++k) {
-            v[k] = a.values[order[k]];
-            nulls[k] = a.nulls[order[k]];
+          std::vector<Datum> v(to - from);
+          std::unique_ptr<bool[]> nulls = std::make_unique<bool[]>(to - from);
+          for (int k = from; k < to; ++k) {
+            v[k - from] = a.values[order[k]];
+            nulls[k - from] = a.nulls[order[k]];
           }
-          return make_array(v.data(), nulls.get(), n, type);
+          return make_array(v.data(), nulls.get(), to - from, type);
         };
-        return complete_held(sorted(ids, TEXTOID), sorted(tokens, UUIDOID),
-                             sorted(results, JSONBOID), now);
-      }
-      for (int k = from; k < n; ++k) done.merge(one_by_statement(order[k]));
-      return done;
-    }
-    for (int k = from; k < stop; ++k)
-      if (completed[k]) done.insert(id_text[order[k]]);
-    if (stop == n) break;
-    done.merge(one_by_statement(order[stop]));
-    from = stop + 1;
-  }
+        done.merge(complete_held(sorted(ids, TEXTOID), sorted(tokens, UUIDOID),
+                                 sorted(results, JSONBOID), now));
+      });
   return done;
 }
 

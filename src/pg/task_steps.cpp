@@ -306,23 +306,23 @@ bool refresh_held(const std::vector<Datum>& run_ids, const std::vector<Datum>& t
   std::vector<StepRefresh> items(m);
   for (int i = 0; i < m; ++i) items[i] = {run_ids[i], tokens[i], DatumGetInt64(fresh[i])};
   std::vector<StepRefreshed> out(m);
-  int from = 0;
-  while (from < m) {
-    const int stop =
-        write_step_refreshes(items.data(), from, m, now, out.data(), from == 0 ? under : nullptr);
-    if (stop < 0) {
-      refresh_by_statement(run_ids, tokens, fresh, from, m, now, held);
-      return false;
-    }
-    for (int i = from; i < stop; ++i)
-      if (out[i].held)
-        held.emplace(text_value(run_ids[i]),
-                     std::make_pair(token_value(tokens[i]), out[i].event_seq));
-    if (stop == m) return from == 0 && under != nullptr;
-    refresh_by_statement(run_ids, tokens, fresh, stop, stop + 1, now, held);
-    from = stop + 1;
-  }
-  return false;
+  bool unchanged = under != nullptr;
+  write_in_order(
+      m,
+      [&](int from) {
+        const int stop = write_step_refreshes(items.data(), from, m, now, out.data(),
+                                              from == 0 ? under : nullptr);
+        for (int i = from; i < stop; ++i)
+          if (out[i].held)
+            held.emplace(text_value(run_ids[i]),
+                         std::make_pair(token_value(tokens[i]), out[i].event_seq));
+        return stop;
+      },
+      [&](int from, int to) {
+        unchanged = false;
+        refresh_by_statement(run_ids, tokens, fresh, from, to, now, held);
+      });
+  return unchanged;
 }
 
 // Looks for stored steps, refreshes the held runs (held_statement), then

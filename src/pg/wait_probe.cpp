@@ -12,17 +12,6 @@ namespace docket::pg {
 
 namespace {
 
-// Column `name` of the table if it is text; InvalidAttrNumber otherwise.
-AttrNumber text_column(Relation rel, const char* name) {
-  const TupleDesc desc = RelationGetDescr(rel);
-  for (int i = 0; i < desc->natts; ++i) {
-    const Form_pg_attribute attr = TupleDescAttr(desc, i);
-    if (!attr->attisdropped && strcmp(NameStr(attr->attname), name) == 0)
-      return attr->atttypid == TEXTOID ? attr->attnum : InvalidAttrNumber;
-  }
-  return InvalidAttrNumber;
-}
-
 // Whether `predicate` (an index's, implicit AND) is exactly `column = 'value'`
 // on text.
 bool predicate_is(List* predicate, AttrNumber column, const char* value) {
@@ -98,9 +87,9 @@ bool any_visible(Relation rel, Relation index, const Datum* ids, int n, TupleTab
 bool waiters_may_exist_pg(const std::vector<std::string>& run_ids) {
   Relation rel = open_for_direct_read("task_waits");
   if (rel == nullptr) return true;
-  const AttrNumber run_id = text_column(rel, "run_id");
-  const AttrNumber target = text_column(rel, "target");
-  const AttrNumber kind = text_column(rel, "kind");
+  const AttrNumber run_id = column_of_type(rel, "run_id", TEXTOID);
+  const AttrNumber target = column_of_type(rel, "target", TEXTOID);
+  const AttrNumber kind = column_of_type(rel, "kind", TEXTOID);
   Relation own = run_id == InvalidAttrNumber
                      ? nullptr
                      : open_probe_index(rel, "task_waits_pkey", run_id, InvalidAttrNumber);
