@@ -8,7 +8,7 @@
 -- every object of the extension lives in schema docket; and a role without
 -- grants gets nothing (test/pgtap/roles.sql checks each role's capabilities).
 BEGIN;
-SELECT plan(28);
+SELECT plan(29);
 
 SELECT cmp_ok((SELECT count(*)::int FROM pg_proc WHERE pronamespace = 'docket'::regnamespace),
               '>=', 15, 'schema docket has the run-store functions');
@@ -231,6 +231,12 @@ SELECT is((SELECT array_agg(c.relname::text ORDER BY c.relname) FROM pg_class c
           ARRAY['run_heads_graph', 'run_heads_list', 'run_heads_tenant', 'runs_claimed',
                 'runs_ready', 'runs_ready_queue'],
           'deduplication is off for the claim and list indexes only');
+
+-- A leased task's row is wider than its spawned one: its pages keep room for
+-- the in-place versions of its refreshes and steps.
+SELECT is((SELECT array_agg(o ORDER BY o) FROM pg_class c, unnest(c.reloptions) o
+            WHERE c.oid = 'docket.runs'::regclass AND o LIKE '%fillfactor=%'),
+          ARRAY['fillfactor=60'], 'docket.runs leaves 40% of each page for HOT versions');
 
 SELECT * FROM finish();
 ROLLBACK;

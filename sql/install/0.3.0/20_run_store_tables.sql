@@ -22,11 +22,16 @@ COMMENT ON TABLE docket.graphs IS 'published graph versions; a run references on
 -- column by column.
 --
 -- Room on each page (fillfactor) for the in-place (HOT) versions of refreshes
--- and step stores, and autovacuum that keeps up with a queue's churn: by
--- default a table is vacuumed after 20% of it is dead, by which time the heads
--- of the claim indexes are long runs of dead entries that every claim walks.
--- Here 2% (and at least 1000 rows), without the cost-based pauses that let a
--- vacuum of a large table fall behind.
+-- and step stores. A lease widens a spawned row by its claim columns (208 to
+-- 264 bytes for a task): at 85 a page of leased rows has no room left for a
+-- step's version, which then goes to another page with two index entries
+-- (48% of the step refreshes of 300 leased 3-step tasks); at 60, 8% (bench/
+-- README.md, "Twentieth session": -9% instructions per 3-step task, a spawn's
+-- throughput unchanged within noise). And autovacuum that keeps up with a
+-- queue's churn: by default a table is vacuumed after 20% of it is dead, by
+-- which time the heads of the claim indexes are long runs of dead entries
+-- that every claim walks. Here 2% (and at least 1000 rows), without the
+-- cost-based pauses that let a vacuum of a large table fall behind.
 CREATE FUNCTION docket._run_row_valid(status text, checkpoint_seq bigint, claim_attempts integer,
                                       claim_abandons integer, claim_token uuid, claimed_at timestamptz,
                                       poisoned_at timestamptz, poison_reason text) RETURNS boolean
@@ -95,7 +100,7 @@ CREATE TABLE docket.runs (
   -- the parse and planning of six expressions.)
   CONSTRAINT runs_row_valid CHECK (docket._run_row_valid(status, checkpoint_seq, claim_attempts,
     claim_abandons, claim_token, claimed_at, poisoned_at, poison_reason))
-) WITH (fillfactor = 85,
+) WITH (fillfactor = 60,
         autovacuum_vacuum_scale_factor = 0.02,
         autovacuum_vacuum_threshold = 1000,
         autovacuum_vacuum_cost_delay = 0,

@@ -16,13 +16,13 @@ DROP INDEX docket.runs_claimed;
 CREATE INDEX runs_claimed ON docket.runs (claim_started_at, run_id COLLATE "C", queue)
   WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NOT NULL;
 
--- Room on each page for the in-place versions of refreshes and step stores,
--- and autovacuum that keeps up with a queue's churn: by default a table is
+-- Room on each page for the in-place versions of refreshes and step stores
+-- (fillfactor: see sql/install/0.3.0/20_run_store_tables.sql), and autovacuum that keeps up with a queue's churn: by default a table is
 -- vacuumed after 20% of it is dead, by which time the heads of the claim
 -- indexes are long runs of dead entries that every claim walks. Here 2% (and
 -- at least 1000 rows), without the cost-based pauses that let a vacuum of a
 -- large table fall behind.
-ALTER TABLE docket.runs SET (fillfactor = 85,
+ALTER TABLE docket.runs SET (fillfactor = 60,
                              autovacuum_vacuum_scale_factor = 0.02,
                              autovacuum_vacuum_threshold = 1000,
                              autovacuum_vacuum_cost_delay = 0,
