@@ -24,6 +24,13 @@ std::string text_value(Datum value) {
   return std::string(s);
 }
 
+std::string_view text_view(Datum value) {
+  return call([&] {
+    const text* t = DatumGetTextPP(value);
+    return std::string_view(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
+  });
+}
+
 Datum text_datum(std::string_view text) {
   return call([&] {
     return PointerGetDatum(cstring_to_text_with_len(text.data(), static_cast<int>(text.size())));

@@ -34,6 +34,10 @@ Scope owner_scope_arg(FunctionCallInfo fcinfo, int index);  // not system, "owne
 void validate_queue(const std::string& queue);
 
 std::string text_value(Datum text);
+// The bytes of a text datum, without a copy unless it is toasted (then
+// detoasted into the current memory context): valid while that context and
+// the datum live.
+std::string_view text_view(Datum text);
 Datum text_datum(std::string_view text);
 Token token_value(Datum uuid);
 // The label of a docket.checkpoint_type value.

@@ -4,8 +4,8 @@
 // insert of their new steps (the first value wins) under those locks.
 #include <algorithm>
 #include <map>
-#include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -169,47 +169,68 @@ std::vector<StoredStep> find_steps(const Datum* ids, const Datum* names, int n,
   return out;
 }
 
-// The (run id, step name) pairs among `ids` and `names` (n each) that are
-// stored now (`kept`: as find_steps).
-std::set<std::pair<std::string, std::string>> stored_steps(const Datum* ids, const Datum* names,
-                                                           int n, Snapshot* kept = nullptr) {
-  const std::vector<StoredStep> found = find_steps(ids, names, n, kept);
-  std::set<std::pair<std::string, std::string>> out;
-  for (int i = 0; i < n; ++i)
-    if (found[i].stored) out.emplace(text_value(ids[i]), text_value(names[i]));
-  return out;
+// The runs of a batch's items, each once, in run_id (lock) order: the bytes
+// of each item's run id (text_view: no copy), each item's run, and each run's
+// first item. Bytewise order, as the primary key's "C" collation.
+struct BatchRuns {
+  std::vector<std::string_view> id;  // per item
+  std::vector<int> run_of;           // per item: its run
+  std::vector<int> first;            // per run, in run_id order: its first item
+};
+
+BatchRuns batch_runs(const std::vector<StepItem>& items) {
+  const int n = static_cast<int>(items.size());
+  BatchRuns b;
+  b.id.resize(n);
+  b.run_of.resize(n);
+  for (int i = 0; i < n; ++i) b.id[i] = text_view(items[i].run_id);
+  std::vector<int> order(n);
+  for (int i = 0; i < n; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](int x, int y) { return b.id[x] < b.id[y]; });
+  for (const int i : order) {
+    if (b.first.empty() || b.id[b.first.back()] != b.id[i]) b.first.push_back(i);
+    b.run_of[i] = static_cast<int>(b.first.size()) - 1;
+  }
+  return b;
+}
+
+// The run of run id `id` (text bytes) among runs.first[from..to), or -1.
+int find_run(const BatchRuns& runs, std::string_view id, int from, int to) {
+  const auto begin = runs.first.begin() + from;
+  const auto end = runs.first.begin() + to;
+  const auto it = std::lower_bound(
+      begin, end, id, [&](int item, std::string_view key) { return runs.id[item] < key; });
+  return it != end && runs.id[*it] == id ? static_cast<int>(it - runs.first.begin()) : -1;
 }
 
 // Stores the fresh items of held runs (`insert`: indexes into `items`), each
 // run's numbered from base[run] + 1 in step name order (the database's
-// collation, as steps_insert_statement's ORDER BY), and records in `inserted`
-// what went in. The run rows locked by held_statement keep every other
-// writer of these runs' steps out until this transaction ends, so a probe
-// under a new snapshot is exact: it finds what another call of the same claim
-// committed before the lock was granted (after the first look's snapshot),
-// which is kept, and the rest go in with bulk_insert: a heap record per page,
-// and none of ON CONFLICT's speculative insertion (a pre-check descent and a
-// confirm record per step). A table that needs a statement (bulk_insert.hpp)
-// gets steps_insert_statement, as before.
+// collation, as steps_insert_statement's ORDER BY), and marks in `out` what
+// went in (stored, with its value). The run rows locked by held_statement
+// keep every other writer of these runs' steps out until this transaction
+// ends, so a probe under a new snapshot is exact: it finds what another call
+// of the same claim committed before the lock was granted (after the first
+// look's snapshot), which is kept, and the rest go in with bulk_insert: a heap
+// record per page, and none of ON CONFLICT's speculative insertion (a
+// pre-check descent and a confirm record per step). A table that needs a
+// statement (bulk_insert.hpp) gets steps_insert_statement, as before.
 // Without `probe` the first look stands: it and every run's refresh read
 // under one snapshot, and no run changed since. Every writer of a run's steps
 // updates the run's row in the same transaction (a step checkpoint's refresh,
 // sleep_until's transition, a wait's settle: task_wait.cpp), so a step
 // committed after the look would have sent that run's refresh to the
 // statement, and `probe` would be set.
-void insert_fresh(const std::vector<StepItem>& items, const std::vector<int>& insert,
-                  const std::unordered_map<std::string, std::int64_t>& base, Micros now, bool probe,
-                  std::map<std::pair<std::string, std::string>, Datum>& inserted) {
-  // Step name order inside each run, then each item's number. Each run id is
-  // read into a string once, not per comparison.
-  std::vector<std::pair<std::string, int>> order;
-  order.reserve(insert.size());
-  for (const int i : insert) order.emplace_back(text_value(items[i].run_id), i);
-  std::stable_sort(order.begin(), order.end(), [&](const auto& a, const auto& b) {
-    if (a.first != b.first) return a.first < b.first;
+void insert_fresh(const std::vector<StepItem>& items, const BatchRuns& runs,
+                  const std::vector<int>& insert, const std::vector<std::int64_t>& base, Micros now,
+                  bool probe, std::vector<StepResult>& out) {
+  // Step name order inside each run (runs in run_id order), then each item's
+  // number.
+  std::vector<int> order(insert);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    if (runs.run_of[a] != runs.run_of[b]) return runs.run_of[a] < runs.run_of[b];
     return call([&] {
-             text* x = DatumGetTextPP(items[a.second].step_name);
-             text* y = DatumGetTextPP(items[b.second].step_name);
+             text* x = DatumGetTextPP(items[a].step_name);
+             text* y = DatumGetTextPP(items[b].step_name);
              return varstr_cmp(VARDATA_ANY(x), static_cast<int>(VARSIZE_ANY_EXHDR(x)),
                                VARDATA_ANY(y), static_cast<int>(VARSIZE_ANY_EXHDR(y)),
                                DEFAULT_COLLATION_OID);
@@ -219,39 +240,49 @@ void insert_fresh(const std::vector<StepItem>& items, const std::vector<int>& in
   std::vector<Datum> in_ids(k), in_names(k), in_values(k), in_seq(k);
   std::int64_t next = 0;
   for (int j = 0; j < k; ++j) {
-    const StepItem& item = items[order[j].second];
-    if (j == 0 || order[j].first != order[j - 1].first) next = base.at(order[j].first);
-    in_ids[j] = item.run_id;
-    in_names[j] = item.step_name;
-    in_values[j] = item.value;
+    const int i = order[j];
+    if (j == 0 || runs.run_of[i] != runs.run_of[order[j - 1]]) next = base[runs.run_of[i]];
+    in_ids[j] = items[i].run_id;
+    in_names[j] = items[i].step_name;
+    in_values[j] = items[i].value;
     in_seq[j] = Int64GetDatum(++next);
   }
-  const std::set<std::pair<std::string, std::string>> taken =
-      probe ? stored_steps(in_ids.data(), in_names.data(), k)
-            : std::set<std::pair<std::string, std::string>>{};
+  const std::vector<StoredStep> taken =
+      probe ? find_steps(in_ids.data(), in_names.data(), k) : std::vector<StoredStep>{};
   std::vector<Datum> ids, names, values, seqs;
+  std::vector<int> going;  // the items of ids..seqs
   for (int j = 0; j < k; ++j) {
-    if (!taken.empty() && taken.count({order[j].first, text_value(in_names[j])}) > 0) continue;
+    if (probe && taken[j].stored) continue;
     ids.push_back(in_ids[j]);
     names.push_back(in_names[j]);
     values.push_back(in_values[j]);
     seqs.push_back(in_seq[j]);
+    going.push_back(order[j]);
   }
   if (ids.empty()) return;
+  auto mark = [&](int i, Datum value) {
+    out[i].stored = true;
+    out[i].value = value;
+    out[i].value_null = false;
+  };
   const std::vector<BulkColumn> columns = {{"run_id", Datum(0), false, ids.data()},
                                            {"step_name", Datum(0), false, names.data()},
                                            {"value", Datum(0), false, values.data()},
                                            {"completed_at", TimestampTzGetDatum(now)},
                                            {"seq", Datum(0), false, seqs.data()}};
   if (bulk_insert("task_steps", columns, ids.size())) {
-    for (std::size_t j = 0; j < ids.size(); ++j)
-      inserted.emplace(std::make_pair(text_value(ids[j]), text_value(names[j])), values[j]);
+    for (std::size_t j = 0; j < going.size(); ++j) mark(going[j], values[j]);
     return;
   }
   // The statement numbers every fresh item again, and its ON CONFLICT skips
-  // the taken ones (their numbers go unused, as above).
+  // the taken ones (their numbers go unused, as above). Its rows are matched
+  // back to the items by (run id, step name) bytes.
   std::vector<Datum> bases(k);
-  for (int j = 0; j < k; ++j) bases[j] = Int64GetDatum(base.at(order[j].first));
+  std::map<std::pair<std::string_view, std::string_view>, int> item_of;
+  for (int j = 0; j < k; ++j) {
+    bases[j] = Int64GetDatum(base[runs.run_of[order[j]]]);
+    item_of.emplace(std::make_pair(runs.id[order[j]], text_view(in_names[j])), order[j]);
+  }
   bool* no_nulls = nullptr;
   const Datum rows_in[5] = {make_array(in_ids.data(), no_nulls, k, TEXTOID),
                             make_array(in_names.data(), no_nulls, k, TEXTOID),
@@ -262,19 +293,21 @@ void insert_fresh(const std::vector<StepItem>& items, const std::vector<int>& in
   const std::uint64_t stored = spi_execute(steps_insert_statement, rows_in, nullptr);
   for (std::uint64_t row = 0; row < stored; ++row) {
     bool isnull = false;
-    std::string id = text_value(spi_value(row, 1, &isnull));
-    const Datum step_name = spi_value(row, 2, &isnull);
+    const std::string_view id = text_view(spi_value(row, 1, &isnull));
+    const std::string_view name = text_view(spi_value(row, 2, &isnull));
     bool value_null = false;
     const Datum value = spi_value(row, 3, &value_null);
-    if (!value_null) inserted.emplace(std::make_pair(std::move(id), text_value(step_name)), value);
+    const auto it = item_of.find({id, name});
+    if (!value_null && it != item_of.end()) mark(it->second, value);
   }
 }
 
-// held_statement over runs [from, to) of the three arrays, each returned row
-// recorded in `held`.
-void refresh_by_statement(const std::vector<Datum>& run_ids, const std::vector<Datum>& tokens,
-                          const std::vector<Datum>& fresh, int from, int to, Micros now,
-                          std::unordered_map<std::string, std::pair<Token, std::int64_t>>& held) {
+// held_statement over runs [from, to) of the three arrays: held[r] for each
+// (false unless the statement returned the run).
+void refresh_by_statement(const BatchRuns& runs, const std::vector<Datum>& run_ids,
+                          const std::vector<Datum>& tokens, const std::vector<Datum>& fresh,
+                          int from, int to, Micros now, std::vector<StepRefreshed>& held) {
+  for (int r = from; r < to; ++r) held[r] = StepRefreshed{};
   bool* no_nulls = nullptr;
   const int m = to - from;
   const Datum params[4] = {TimestampTzGetDatum(now),
@@ -285,115 +318,94 @@ void refresh_by_statement(const std::vector<Datum>& run_ids, const std::vector<D
   const std::uint64_t rows = spi_execute(held_statement, params, nullptr);
   for (std::uint64_t row = 0; row < rows; ++row) {
     bool isnull = false;
-    std::string id = text_value(spi_value(row, 1, &isnull));
-    const Token token = token_value(spi_value(row, 2, &isnull));
-    held.emplace(std::move(id), std::make_pair(token, DatumGetInt64(spi_value(row, 3, &isnull))));
+    const int r = find_run(runs, text_view(spi_value(row, 1, &isnull)), from, to);
+    if (r < 0) continue;
+    held[r].held = true;
+    held[r].event_seq = DatumGetInt64(spi_value(row, 3, &isnull));
   }
 }
 
 // Refreshes the claim of each run (in the arrays' order, the lock order):
 // written directly (pg/run_write.hpp) where that path applies, a run it
 // leaves to the statement by held_statement on its own before the next run is
-// taken, and every run by held_statement where the path does not apply. The
-// held ones go into `held` (run id -> token, event counter after the update).
-// `under`: the first look's snapshot (or NULL), under which the direct path
-// finds the rows until a run goes to the statement. True when every run was
-// decided under it: no run changed since that look.
-bool refresh_held(const std::vector<Datum>& run_ids, const std::vector<Datum>& tokens,
-                  const std::vector<Datum>& fresh, Micros now, Snapshot under,
-                  std::unordered_map<std::string, std::pair<Token, std::int64_t>>& held) {
+// taken, and every run by held_statement where the path does not apply.
+// held[r]: whether run r is held by its token (its first item's), and then
+// its event counter after the update. `under`: the first look's snapshot (or
+// NULL), under which the direct path finds the rows until a run goes to the
+// statement. True when every run was decided under it: no run changed since
+// that look.
+bool refresh_held(const BatchRuns& runs, const std::vector<Datum>& run_ids,
+                  const std::vector<Datum>& tokens, const std::vector<Datum>& fresh, Micros now,
+                  Snapshot under, std::vector<StepRefreshed>& held) {
   const int m = static_cast<int>(run_ids.size());
   std::vector<StepRefresh> items(m);
   for (int i = 0; i < m; ++i) items[i] = {run_ids[i], tokens[i], DatumGetInt64(fresh[i])};
-  std::vector<StepRefreshed> out(m);
+  held.assign(m, StepRefreshed{});
   bool unchanged = under != nullptr;
   write_in_order(
       m,
       [&](int from) {
-        const int stop = write_step_refreshes(items.data(), from, m, now, out.data(),
-                                              from == 0 ? under : nullptr);
-        for (int i = from; i < stop; ++i)
-          if (out[i].held)
-            held.emplace(text_value(run_ids[i]),
-                         std::make_pair(token_value(tokens[i]), out[i].event_seq));
-        return stop;
+        return write_step_refreshes(items.data(), from, m, now, held.data(),
+                                    from == 0 ? under : nullptr);
       },
       [&](int from, int to) {
         unchanged = false;
-        refresh_by_statement(run_ids, tokens, fresh, from, to, now, held);
+        refresh_by_statement(runs, run_ids, tokens, fresh, from, to, now, held);
       });
   return unchanged;
 }
 
 // Looks for stored steps, refreshes the held runs (held_statement), then
 // stores the fresh steps (insert_fresh), for `items`; results in the same
-// order. Values live in SPI memory until spi_finish.
+// order. Values live in SPI memory until spi_finish. Items and runs are
+// tracked by index (BatchRuns), with no copy of a run id or step name.
 std::vector<StepResult> store_steps(const std::vector<StepItem>& items, Micros now) {
   const int n = static_cast<int>(items.size());
+  const BatchRuns runs = batch_runs(items);
+  const int m = static_cast<int>(runs.first.size());
   std::vector<Datum> ids(n), names(n);
-  std::vector<std::string> id_text(n);
-  std::vector<std::pair<std::string, std::size_t>> runs;  // distinct, first item
-  std::unordered_map<std::string, std::size_t> seen;
+  std::vector<Token> token(n);
   for (int i = 0; i < n; ++i) {
     ids[i] = items[i].run_id;
     names[i] = items[i].step_name;
-    id_text[i] = text_value(items[i].run_id);
-    if (seen.emplace(id_text[i], i).second) runs.emplace_back(id_text[i], i);
+    token[i] = token_value(items[i].token);
   }
   // The look: which steps are stored (the others are fresh), and the
   // snapshot it read under, where it was read directly.
   Snapshot look = nullptr;
-  const std::set<std::pair<std::string, std::string>> stored_before =
-      stored_steps(ids.data(), names.data(), n, &look);
-  std::vector<std::pair<std::string, int>> fresh;  // run id, item
+  const std::vector<StoredStep> before = find_steps(ids.data(), names.data(), n, &look);
+  // An item of its run's token: the token the run is refreshed with (its
+  // first item's).
+  auto own = [&](int i) { return token[i] == token[runs.first[runs.run_of[i]]]; };
+  // The lock order (see held_statement), and each run's fresh items of that
+  // token.
+  std::vector<std::int64_t> fresh_of(m, 0);
   for (int i = 0; i < n; ++i)
-    if (stored_before.empty() ||
-        stored_before.count({id_text[i], text_value(items[i].step_name)}) == 0)
-      fresh.emplace_back(id_text[i], i);
-  // The lock order (see held_statement), and each run's fresh items of the
-  // token it is refreshed with (its first item's).
-  std::sort(runs.begin(), runs.end());
-  std::unordered_map<std::string, std::int64_t> fresh_of;
-  for (const auto& [id, i] : fresh)
-    if (token_value(items[i].token) == token_value(items[seen.at(id)].token)) ++fresh_of[id];
-  std::vector<Datum> run_ids, run_tokens, run_fresh;
-  for (const auto& [id, i] : runs) {
-    run_ids.push_back(items[i].run_id);
-    run_tokens.push_back(items[i].token);
-    const auto f = fresh_of.find(id);
-    run_fresh.push_back(Int64GetDatum(f == fresh_of.end() ? 0 : f->second));
+    if (!before[i].stored && own(i)) ++fresh_of[runs.run_of[i]];
+  std::vector<Datum> run_ids(m), run_tokens(m), run_fresh(m);
+  for (int r = 0; r < m; ++r) {
+    run_ids[r] = items[runs.first[r]].run_id;
+    run_tokens[r] = items[runs.first[r]].token;
+    run_fresh[r] = Int64GetDatum(fresh_of[r]);
   }
-  std::unordered_map<std::string, std::pair<Token, std::int64_t>> held;  // run id -> token, seq
-  const bool unchanged = refresh_held(run_ids, run_tokens, run_fresh, now, look, held);
+  std::vector<StepRefreshed> held;
+  const bool unchanged = refresh_held(runs, run_ids, run_tokens, run_fresh, now, look, held);
   if (look != nullptr) call([&] { UnregisterSnapshot(look); });
   // The fresh items of held runs (the run's own token), and each run's number
   // before its first fresh step: its counter less its fresh steps.
   std::vector<int> insert;
-  std::unordered_map<std::string, std::int64_t> base;
-  for (const auto& [id, i] : fresh) {
-    const auto h = held.find(id);
-    if (h == held.end() || !(h->second.first == token_value(items[i].token))) continue;
-    insert.push_back(i);
-    base.try_emplace(id, h->second.second);
-    --base[id];
-  }
-  std::map<std::pair<std::string, std::string>, Datum> inserted;  // (run id, step) -> value
-  if (!insert.empty()) insert_fresh(items, insert, base, now, !unchanged, inserted);
+  std::vector<std::int64_t> base(m, 0);
+  for (int r = 0; r < m; ++r)
+    if (held[r].held) base[r] = held[r].event_seq - fresh_of[r];
+  for (int i = 0; i < n; ++i)
+    if (!before[i].stored && held[runs.run_of[i]].held && own(i)) insert.push_back(i);
   std::vector<StepResult> out(n);
+  if (!insert.empty()) insert_fresh(items, runs, insert, base, now, !unchanged, out);
   std::vector<int> kept;
   for (int i = 0; i < n; ++i) {
     StepResult& r = out[i];
-    const auto h = held.find(id_text[i]);
-    r.held = h != held.end() && h->second.first == token_value(items[i].token);
-    if (!r.held) continue;
-    const auto v = inserted.find({h->first, text_value(items[i].step_name)});
-    r.stored = v != inserted.end();
-    if (r.stored) {
-      r.value = v->second;
-      r.value_null = false;
-    } else {
-      kept.push_back(i);
-    }
+    r.held = held[runs.run_of[i]].held && own(i);
+    if (r.held && !r.stored) kept.push_back(i);
   }
   if (!kept.empty()) {
     std::vector<Datum> kept_ids, kept_names;

@@ -29,7 +29,7 @@ DELETE FROM docket.graphs WHERE graph_id = 'bulk-task';
 RESET synchronous_commit;
 
 BEGIN;
-SELECT plan(26);
+SELECT plan(30);
 CREATE EXTENSION pg_walinspect;
 
 -------------------------------------------------------------------------------
@@ -172,6 +172,43 @@ SELECT is(pg_temp.store(:'second'), ARRAY['a:stored', 'b:stored', 'c:stored'], '
 SELECT is((SELECT count(*) FROM fired WHERE tbl = 'task_steps'), 3::bigint, 'by the INSERT statement');
 SELECT is(pg_temp.steps(:'second'), pg_temp.steps(:'first'), 'which wrote the same rows');
 DROP TRIGGER bulk_test ON docket.task_steps;
+
+-- A mixed batch: two runs given in reverse run_id order, each with a step
+-- stored before (kept: its first value comes back) and a fresh one, and an
+-- item of the first run under another claim token (stale). The direct paths
+-- and the statements (docket.direct_writes off, a trigger on task_steps)
+-- give the same outcomes and values, item by item, and store the same rows.
+SELECT count(*) FROM docket.spawn_tasks('bulk-mixed', ARRAY['{}', '{}', '{}', '{}']::jsonb[], 'bulk-m', 'tenantless', '{}');
+CREATE TEMP TABLE mixed_held AS
+  SELECT run_id, claim_token, row_number() OVER (ORDER BY run_id) AS n FROM docket.claim_tasks('bulk-m', 10);
+SELECT count(*) FROM mixed_held h, docket.complete_steps(ARRAY[h.run_id], ARRAY[h.claim_token], ARRAY['k'], ARRAY['1']::jsonb[]);
+CREATE FUNCTION pg_temp.mixed(lo int) RETURNS jsonb LANGUAGE sql AS $$
+  SELECT jsonb_agg(jsonb_build_array(s.ord, s.step_name, s.outcome, s.value) ORDER BY s.ord)
+    FROM mixed_held a, mixed_held b,
+         docket.complete_steps(ARRAY[b.run_id, b.run_id, a.run_id, a.run_id, a.run_id],
+                               ARRAY[b.claim_token, b.claim_token, a.claim_token, a.claim_token, gen_random_uuid()],
+                               ARRAY['k', 'f', 'f', 'k', 'z'], ARRAY['9', '2', '3', '9', '4']::jsonb[])
+         WITH ORDINALITY AS s (run_id, step_name, outcome, value, ord)
+   WHERE a.n = lo AND b.n = lo + 1 $$;
+CREATE FUNCTION pg_temp.mixed_rows(lo int) RETURNS jsonb LANGUAGE sql AS $$
+  SELECT jsonb_agg(jsonb_build_array(h.n - lo, s.step_name, s.value, s.seq - r.event_seq) ORDER BY h.n, s.seq)
+    FROM mixed_held h JOIN docket.task_steps s USING (run_id) JOIN docket.runs r USING (run_id)
+   WHERE h.n IN (lo, lo + 1) $$;
+SELECT is(pg_temp.mixed(1),
+          '[[1, "k", "kept", 1], [2, "f", "stored", 2], [3, "f", "stored", 3], [4, "k", "kept", 1],
+            [5, "z", "stale", null]]'::jsonb,
+          'a mixed batch: each item''s outcome and value, in input order');
+TRUNCATE fired;
+SET LOCAL docket.direct_writes = off;
+CREATE TRIGGER bulk_test BEFORE INSERT ON docket.task_steps FOR EACH ROW EXECUTE FUNCTION pg_temp.count_row();
+SELECT is(pg_temp.mixed(3),
+          '[[1, "k", "kept", 1], [2, "f", "stored", 2], [3, "f", "stored", 3], [4, "k", "kept", 1],
+            [5, "z", "stale", null]]'::jsonb,
+          'the same through the statements');
+SELECT is((SELECT count(*) FROM fired WHERE tbl = 'task_steps'), 2::bigint, 'which inserted the two fresh steps');
+DROP TRIGGER bulk_test ON docket.task_steps;
+RESET docket.direct_writes;
+SELECT is(pg_temp.mixed_rows(3), pg_temp.mixed_rows(1), 'and stored the same rows, numbered alike');
 
 -- spawn_task, one task: the same path.
 SELECT run_id AS one FROM docket.spawn_task('bulk-rich', '{"a": 1}', 'bulk-d', 'tenant:bulk',
