@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <set>
+#include <string>
+#include <string_view>
 #include <utility>
+#include <vector>
 
 #include "core/error.hpp"
 #include "core/limits.hpp"
@@ -253,25 +255,42 @@ void validate_batch_lengths(const std::vector<std::optional<std::size_t>>& lengt
 }
 
 void validate_batch_keys(const std::vector<BatchKey>& keys, bool with_steps) {
-  std::set<std::pair<std::string, std::string>> seen;
+  auto at = [](std::size_t i) { return " (element " + std::to_string(i + 1) + ")"; };
+  // The elements before the first one with a NULL (whose error comes after
+  // any duplicate among them, as the elements are read in order), as (run id,
+  // step name) views into `keys` with their positions: sorted, a duplicate
+  // sits after its first twin, and the first duplicate in input order is the
+  // least position that follows a twin.
+  std::vector<std::pair<std::pair<std::string_view, std::string_view>, std::size_t>> pairs;
+  pairs.reserve(keys.size());
+  std::size_t first_null = keys.size();
   for (std::size_t i = 0; i < keys.size(); ++i) {
     const BatchKey& k = keys[i];
-    const std::string at = " (element " + std::to_string(i + 1) + ")";
-    if (!k.run_id) fail(Reason::bad_argument, "run_ids must not contain NULL" + at);
-    if (!k.has_token) fail(Reason::bad_argument, "claim_tokens must not contain NULL" + at);
-    std::string step;
-    if (with_steps) {
-      if (!k.step_name) fail(Reason::bad_argument, "step_names must not contain NULL" + at);
-      step = *k.step_name;
+    if (!k.run_id || !k.has_token || (with_steps && !k.step_name)) {
+      first_null = i;
+      break;
     }
-    if (!seen.emplace(*k.run_id, step).second) {
-      std::string message = with_steps ? "step " + step + " of task " : std::string("task ");
-      message += *k.run_id;
-      message += " appears twice";
-      message += at;
-      fail(Reason::bad_argument, message);
-    }
+    pairs.push_back(
+        {{*k.run_id, with_steps ? std::string_view(*k.step_name) : std::string_view()}, i});
   }
+  std::sort(pairs.begin(), pairs.end());
+  std::size_t duplicate = keys.size();
+  for (std::size_t j = 1; j < pairs.size(); ++j)
+    if (pairs[j].first == pairs[j - 1].first) duplicate = std::min(duplicate, pairs[j].second);
+  if (duplicate < keys.size()) {
+    const BatchKey& k = keys[duplicate];
+    std::string message = with_steps ? "step " + *k.step_name + " of task " : std::string("task ");
+    message += *k.run_id;
+    message += " appears twice";
+    message += at(duplicate);
+    fail(Reason::bad_argument, message);
+  }
+  if (first_null == keys.size()) return;
+  const BatchKey& k = keys[first_null];
+  if (!k.run_id) fail(Reason::bad_argument, "run_ids must not contain NULL" + at(first_null));
+  if (!k.has_token)
+    fail(Reason::bad_argument, "claim_tokens must not contain NULL" + at(first_null));
+  fail(Reason::bad_argument, "step_names must not contain NULL" + at(first_null));
 }
 
 }  // namespace docket

@@ -348,6 +348,31 @@ TEST(TaskBatch, Keys) {
       Reason::bad_argument, "appears twice");
   expect_error([&] { validate_batch_keys({key("a", true, std::nullopt)}, true); },
                Reason::bad_argument, "step_names must not contain NULL");
+  // Elements are judged in input order: the first duplicate in that order is
+  // named, and a NULL after it does not matter, nor a duplicate after a NULL.
+  expect_error(
+      [&] {
+        validate_batch_keys({key("b", true, {}), key("a", true, {}), key("c", true, {}),
+                             key("a", true, {}), key("b", true, {})},
+                            false);
+      },
+      Reason::bad_argument, "task a appears twice (element 4)");
+  expect_error(
+      [&] {
+        validate_batch_keys({key("a", true, {}), key("a", true, {}), key(std::nullopt, true, {})},
+                            false);
+      },
+      Reason::bad_argument, "task a appears twice (element 2)");
+  expect_error(
+      [&] {
+        validate_batch_keys({key("a", true, {}), key("b", false, {}), key("a", true, {})}, false);
+      },
+      Reason::bad_argument, "claim_tokens must not contain NULL (element 2)");
+  expect_error(
+      [&] {
+        validate_batch_keys({key("a", true, "s"), key("b", true, "s"), key("a", true, "s")}, true);
+      },
+      Reason::bad_argument, "step s of task a appears twice (element 3)");
 }
 
 }  // namespace
