@@ -136,6 +136,17 @@ struct StepResult {
   Datum value = Datum(0);
 };
 
+// The positions of the n (ids[i], names[i]) pairs by their bytes (views, no
+// copies): a statement's rows, which name their run and step, are matched
+// back to the items they answer through it.
+using PairPositions = std::multimap<std::pair<std::string_view, std::string_view>, int>;
+PairPositions pair_positions(const Datum* ids, const Datum* names, int n) {
+  PairPositions out;
+  for (int i = 0; i < n; ++i)
+    out.emplace(std::make_pair(text_view(ids[i]), text_view(names[i])), i);
+  return out;
+}
+
 // Whether each (ids[i], names[i]) of the n pairs is stored now, and its
 // value: read through the primary key (pg/step_lookup.hpp), or by
 // kept_values_statement where that path does not apply; either under a new
@@ -151,20 +162,17 @@ std::vector<StoredStep> find_steps(const Datum* ids, const Datum* names, int n,
                         make_array(names, no_nulls, n, TEXTOID)};
   spi_prepare_generic(kept_values_statement);
   const std::uint64_t found = spi_execute(kept_values_statement, key, nullptr);
-  std::map<std::pair<std::string, std::string>, StoredStep> stored;
+  if (found == 0) return out;
+  const PairPositions positions = pair_positions(ids, names, n);
   for (std::uint64_t row = 0; row < found; ++row) {
     bool isnull = false;
-    std::string id = text_value(spi_value(row, 1, &isnull));
-    std::string name = text_value(spi_value(row, 2, &isnull));
+    const std::string_view id = text_view(spi_value(row, 1, &isnull));
+    const std::string_view name = text_view(spi_value(row, 2, &isnull));
     StoredStep step;
     step.stored = true;
     step.value = spi_value(row, 3, &step.value_null);
-    stored.emplace(std::make_pair(std::move(id), std::move(name)), step);
-  }
-  if (stored.empty()) return out;
-  for (int i = 0; i < n; ++i) {
-    const auto it = stored.find({text_value(ids[i]), text_value(names[i])});
-    if (it != stored.end()) out[i] = it->second;
+    const auto [first, last] = positions.equal_range({id, name});
+    for (auto it = first; it != last; ++it) out[it->second] = step;
   }
   return out;
 }
@@ -278,11 +286,8 @@ void insert_fresh(const std::vector<StepItem>& items, const BatchRuns& runs,
   // the taken ones (their numbers go unused, as above). Its rows are matched
   // back to the items by (run id, step name) bytes.
   std::vector<Datum> bases(k);
-  std::map<std::pair<std::string_view, std::string_view>, int> item_of;
-  for (int j = 0; j < k; ++j) {
-    bases[j] = Int64GetDatum(base[runs.run_of[order[j]]]);
-    item_of.emplace(std::make_pair(runs.id[order[j]], text_view(in_names[j])), order[j]);
-  }
+  for (int j = 0; j < k; ++j) bases[j] = Int64GetDatum(base[runs.run_of[order[j]]]);
+  const PairPositions positions = pair_positions(in_ids.data(), in_names.data(), k);
   bool* no_nulls = nullptr;
   const Datum rows_in[5] = {make_array(in_ids.data(), no_nulls, k, TEXTOID),
                             make_array(in_names.data(), no_nulls, k, TEXTOID),
@@ -297,8 +302,9 @@ void insert_fresh(const std::vector<StepItem>& items, const BatchRuns& runs,
     const std::string_view name = text_view(spi_value(row, 2, &isnull));
     bool value_null = false;
     const Datum value = spi_value(row, 3, &value_null);
-    const auto it = item_of.find({id, name});
-    if (!value_null && it != item_of.end()) mark(it->second, value);
+    if (value_null) continue;
+    const auto [first, last] = positions.equal_range({id, name});
+    for (auto it = first; it != last; ++it) mark(order[it->second], value);
   }
 }
 
