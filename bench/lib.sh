@@ -31,4 +31,5 @@ elapsed() { echo "$(now) - $1" | bc; }
 say() { echo "$*" | tee -a "$OUT"; }
 field() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }  # field <line> <key>
 result() { echo "$1=$2" >>"${RESULTS:-/dev/null}"; }  # result <key> <value>, for run_all
+mean() { echo "($1 + $2) / 2" | bc; }  # mean <a> <b>, an integer
 ratio() { if [ -z "${1:-}" ] || [ "${2:-0}" = 0 ]; then echo "-"; else printf "%.2f" "$(echo "scale=4; $1 / $2" | bc)"; fi; }  # ratio <a> <b>

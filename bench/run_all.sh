@@ -91,8 +91,8 @@ for c in ${BENCH_CONCURRENCY:-10 50}; do
   rrow "worker drain c$c, tasks/s / raw b10 jobs/s" worker.pool.c$c worker.raw_b10.c$c "" "$before"
 done
 for c in ${STEPS_CONCURRENCY:-$c_first 200 400}; do
-  rrow "3-step tasks c$c, tasks/s / raw b100 (c$c_first) jobs/s" worker.steps.c$c worker.raw_b100.c$c_first ">= 0.3" ""
-  rrow "3-step tasks c$c, fibers on ${STEPS_RUNNER_THREADS:-2} threads / raw b100" worker.steps_fibers.c$c worker.raw_b100.c$c_first ">= 0.3" ""
+  rrow "3-step tasks c$c, tasks/s / raw b100 (c$c_first) jobs/s" worker.steps.c$c worker.raw_b100_steps.c$c ">= 0.3" ""
+  rrow "3-step tasks c$c, fibers on ${STEPS_RUNNER_THREADS:-2} threads / raw b100" worker.steps_fibers.c$c worker.raw_b100_steps.c$c ">= 0.3" ""
 done
 rrow "spawn, tasks/s / plain INSERT ... SELECT rows/s$([ -n "$(get spawn.timed_out)" ] && echo ' (timed out: upper bound)')" spawn.docket spawn.plain ">= 0.3" "0.18"
 rrow "claim_due+commit b10 / raw loop b10, runs/s" claim.docket.b10 claim.raw.b10 ">= 0.9" "0.74"

@@ -9,11 +9,15 @@
 #      (raw_two_commit.pgbench: one statement claims up to BATCH jobs with SKIP
 #      LOCKED and commits, one statement marks them done fenced on their tokens and
 #      commits) over as many jobs with as many pgbench clients, at batch 100 and 10.
+#      The batch-100 baseline brackets the pool's drains (one run before them, one
+#      after; the ratios take the mean), so that the machine's drift during the
+#      phase moves both sides of a ratio.
 #   b) steps: STEPS_TASKS tasks of STEPS checkpointed steps each (bench_worker
 #      drain-steps) at each concurrency of STEPS_CONCURRENCY (default: the first
-#      of BENCH_CONCURRENCY, 200 and 400), against the raw loop at batch 100 of a) at
-#      the first concurrency of BENCH_CONCURRENCY; then the same with the runners
-#      as fibers (WorkerPoolOptions::runner_threads = STEPS_RUNNER_THREADS).
+#      of BENCH_CONCURRENCY, 200 and 400), then the same with the runners as fibers
+#      (WorkerPoolOptions::runner_threads = STEPS_RUNNER_THREADS), against the raw
+#      loop at batch 100 and the first concurrency of BENCH_CONCURRENCY, run before
+#      and after each concurrency's two drains (the mean).
 #   c) wake-to-start latency with the default pool settings (bench_worker wake):
 #      a trickle (WAKE_COUNT tasks, one per transaction every WAKE_INTERVAL_MS) and
 #      bursts (WAKE_COUNT tasks in transactions of WAKE_BURST every WAKE_BURST_MS).
@@ -22,7 +26,7 @@
 #      concurrency, and the latency mode with explicit settings (NOTIFY on with
 #      docket.notify_interval_ms 0 and default, NOTIFY off).
 # Knobs (environment): BENCH_PORT (54352), BENCH_TASKS (100000), BENCH_CONCURRENCY
-# ("10 50"), STEPS_TASKS (20000), STEPS (3), STEPS_CONCURRENCY ("10 200 400"),
+# ("10 50"), STEPS_TASKS (40000), STEPS (3), STEPS_CONCURRENCY ("10 200 400"),
 # STEPS_POOL_BATCH (drain-steps' claim batch; default the pool's),
 # STEPS_RUNNER_THREADS (2: a drain and each steps drain again with
 # runner_threads = 2, the runners as fibers on two threads; 0: not),
@@ -41,7 +45,7 @@ here=bench/worker
 PORT=${BENCH_PORT:-54352}
 N=${BENCH_TASKS:-100000}
 CONCURRENCY=${BENCH_CONCURRENCY:-"10 50"}
-STEPS_TASKS=${STEPS_TASKS:-20000}
+STEPS_TASKS=${STEPS_TASKS:-40000}
 STEPS=${STEPS:-3}
 STEPS_CONCURRENCY=${STEPS_CONCURRENCY:-"${CONCURRENCY%% *} 200 400"}
 STEPS_RUNNER_THREADS=${STEPS_RUNNER_THREADS:-2}
@@ -137,6 +141,12 @@ row concurrency system per_s seconds
 declare -A rate
 for c in $CONCURRENCY; do
   queue=drain$c
+  # The baseline brackets the pool's drains: the raw loop at batch 100 runs
+  # before and after them, and the ratios take the mean of the two, so that a
+  # drift of the machine's other load during the phase moves both sides.
+  raw_loop "$c" 100
+  raw_before=$raw_rate
+  row "$c" "raw two-commit loop, batch 100 (pgbench), before" "$raw_rate" "$raw_secs"
   if [ "$EXTRA" = 1 ]; then
     # The task layer's SQL alone (claim_tasks(10) + complete_task per task in one
     # transaction, pgbench) for SQL_SECONDS on the backlog the pool then drains.
@@ -179,12 +189,17 @@ for c in $CONCURRENCY; do
     result "worker.pool_fibers.c$c" "${rate[poolf.$c]}"
   fi
 
-  for batch in 100 10; do
-    raw_loop "$c" "$batch"
-    rate[raw$batch.$c]=$raw_rate
-    row "$c" "raw two-commit loop, batch $batch (pgbench)" "$raw_rate" "$raw_secs"
-    result "worker.raw_b$batch.c$c" "$raw_rate"
-  done
+  # The second half of the bracket (the first ran before the drains), then
+  # batch 10 once.
+  raw_loop "$c" 100
+  row "$c" "raw two-commit loop, batch 100 (pgbench), after" "$raw_rate" "$raw_secs"
+  rate[raw100.$c]=$(mean "$raw_before" "$raw_rate")
+  row "$c" "  raw batch 100, mean of before and after" "${rate[raw100.$c]}" ""
+  result "worker.raw_b100.c$c" "${rate[raw100.$c]}"
+  raw_loop "$c" 10
+  rate[raw10.$c]=$raw_rate
+  row "$c" "raw two-commit loop, batch 10 (pgbench)" "$raw_rate" "$raw_secs"
+  result "worker.raw_b10.c$c" "$raw_rate"
 
   if [ "$EXTRA" = 1 ]; then
     load_raw "$N"
@@ -200,7 +215,13 @@ done
 ###############################################################################
 say ""
 say "steps: $STEPS_TASKS pre-spawned tasks of $STEPS checkpointed steps each"
+c0=${CONCURRENCY%% *}
 for c in $STEPS_CONCURRENCY; do
+  # Bracketed as the drains are: the raw loop at batch 100 and concurrency c0
+  # (its best) before and after this concurrency's two steps drains.
+  raw_loop "$c0" 100
+  raw_before=$raw_rate
+  row "$c0" "raw two-commit loop, batch 100 (pgbench), before" "$raw_rate" "$raw_secs"
   # The claim batch: the pool's default (100, with the automatic prefetch)
   # unless STEPS_POOL_BATCH sets one.
   batch=${STEPS_POOL_BATCH:-default}
@@ -224,6 +245,11 @@ for c in $STEPS_CONCURRENCY; do
     result "worker.steps_fibers.c$c" "${rate[fsteps.$c]}"
     q -c "VACUUM (ANALYZE) docket.runs, docket.tasks, docket.task_steps"
   fi
+  raw_loop "$c0" 100
+  row "$c0" "raw two-commit loop, batch 100 (pgbench), after" "$raw_rate" "$raw_secs"
+  rate[rawsteps.$c]=$(mean "$raw_before" "$raw_rate")
+  row "$c0" "  raw batch 100, mean of before and after" "${rate[rawsteps.$c]}" ""
+  result "worker.raw_b100_steps.c$c" "${rate[rawsteps.$c]}"
 done
 
 ###############################################################################
@@ -271,9 +297,8 @@ for c in $CONCURRENCY; do
   say "  drain c$c: pool / raw b100 $(ratio "${rate[pool.$c]}" "${rate[raw100.$c]}"), pool / raw b10 $(ratio "${rate[pool.$c]}" "${rate[raw10.$c]}")$(
     [ "$EXTRA" = 1 ] && echo ", pool / SQL only $(ratio "${rate[pool.$c]}" "${rate[sql.$c]}"), pool / C++ raw loop $(ratio "${rate[pool.$c]}" "${rate[rawcpp.$c]}")")"
 done
-c0=${CONCURRENCY%% *}
 for c in $STEPS_CONCURRENCY; do
-  say "  steps c$c: pool / raw b100 (c$c0) $(ratio "${rate[steps.$c]}" "${rate[raw100.$c0]}"), fibers $(ratio "${rate[fsteps.$c]:-}" "${rate[raw100.$c0]}")"
+  say "  steps c$c: pool / raw b100 (c$c0) $(ratio "${rate[steps.$c]}" "${rate[rawsteps.$c]}"), fibers $(ratio "${rate[fsteps.$c]:-}" "${rate[rawsteps.$c]}")"
 done
 say "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 say "(summary also in $OUT)"
