@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# bench/worker/sustained.sh: a drain long enough for the claim scans' dead
+# index entries to pile up between autovacuum runs, under the server's default
+# autovacuum_naptime and under a short one, against the raw two-commit loop at
+# batch 100 over as many jobs (bench/README.md, "Twenty-first session").
+#   bash bench/worker/sustained.sh     (about 8 minutes on 2 cores at the defaults)
+# For each naptime of SUSTAIN_NAPTIMES ("1min 5s"; ALTER SYSTEM on the throwaway
+# cluster): a fresh database, SUSTAIN_TASKS (1500000) pre-spawned no-op tasks
+# drained by bench_worker drain at concurrency SUSTAIN_CONCURRENCY (10), then the
+# raw loop (bench/worker/raw_two_commit.pgbench, batch 100, as many clients)
+# over as many jobs. Both print their rate per SUSTAIN_WINDOW (5) seconds: rows
+# updated in docket.runs per second / 2 (a claim and a completion per task), and
+# pgbench's progress lines times the batch (the statistics lag by up to a
+# second, so a window's figure is approximate; the whole drain's is exact).
+# Knobs (environment): BENCH_PORT (54356), SUSTAIN_TASKS, SUSTAIN_CONCURRENCY,
+# SUSTAIN_NAPTIMES, SUSTAIN_WINDOW, BENCH_INSTALL (1), BENCH_BUILD (client/build),
+# BENCH_FSYNC (on), BENCH_OUT (/tmp/docket-bench-sustained.txt).
+# A benchmark, not a test: nothing here fails on a figure.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+PORT=${BENCH_PORT:-54356}
+N=${SUSTAIN_TASKS:-1500000}
+C=${SUSTAIN_CONCURRENCY:-10}
+NAPTIMES=${SUSTAIN_NAPTIMES:-"1min 5s"}
+WINDOW=${SUSTAIN_WINDOW:-5}
+BUILD=${BENCH_BUILD:-client/build}
+OUT=${BENCH_OUT:-/tmp/docket-bench-sustained.txt}
+DB=bench_sustained
+DSN="dbname=$DB"
+
+. bench/lib.sh
+bench_cluster_setup
+bench_worker_build
+
+# spawn <count>: no-op tasks in queue "sustained", two sessions, 10000 per call.
+spawn() {
+  local half=$(($1 / 2))
+  spawn_range 1 "$half" &
+  spawn_range $((half + 1)) "$1"
+  wait
+  q -c "VACUUM (ANALYZE) docket.runs, docket.tasks"
+}
+spawn_range() {
+  local b e
+  for ((b = $1; b <= $2; b += 10000)); do
+    e=$(((b + 9999) < $2 ? b + 9999 : $2))
+    echo "SELECT count(*) FROM docket.spawn_tasks('noop',
+            ARRAY(SELECT jsonb_build_object('i', g) FROM generate_series($b, $e) g),
+            'sustained', 'tenantless', '{}');"
+  done | q >/dev/null
+}
+updated() { q -c "SELECT n_tup_upd FROM pg_stat_user_tables WHERE relid = 'docket.runs'::regclass"; }
+vacuums() { q -c "SELECT autovacuum_count FROM pg_stat_user_tables WHERE relid = '$1'::regclass"; }
+
+: >"$OUT"
+say "docket bench/worker sustained, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+say "git $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet 2>/dev/null || echo ' (dirty tree)')"
+say "durability: fsync, synchronous_commit, full_page_writes $(psql -X -At -c 'SHOW fsync')"
+say "$N tasks (docket) or jobs (raw) per drain, concurrency $C; rates per $WINDOW s window"
+
+declare -A rate
+for nap in $NAPTIMES; do
+  psql -X -q -c "ALTER SYSTEM SET autovacuum_naptime = '$nap'" -c "SELECT pg_reload_conf()" >/dev/null
+  psql -X -q -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB"
+  q -c "CREATE EXTENSION docket"
+  q -f bench/claim/setup.sql >/dev/null
+  say ""
+  say "autovacuum_naptime = $nap"
+
+  spawn "$N"
+  base=$(updated)
+  line_file=$(mktemp)
+  "$BENCH" drain "$DSN" sustained "$C" "$N" >"$line_file" &
+  pid=$!
+  windows="" prev=$base tprev=$(now)
+  while kill -0 "$pid" 2>/dev/null; do
+    sleep "$WINDOW"
+    count=$(updated) t=$(now)
+    # The last window ends with the drain: its own length.
+    windows="$windows $(echo "($count - $prev) / 2 / ($t - $tprev)" | bc)"
+    prev=$count tprev=$t
+  done
+  wait "$pid"
+  line=$(cat "$line_file")
+  rm -f "$line_file"
+  rate[docket.$nap]=$(field "$line" tasks_per_s)
+  say "  docket drain: $(field "$line" tasks_per_s) tasks/s over $(field "$line" seconds) s, autovacuum of docket.runs: $(vacuums docket.runs)"
+  say "    tasks/s per window:$windows"
+
+  q -c "SELECT bench.load_raw(1, $N)" >/dev/null
+  q -c "VACUUM (ANALYZE) bench.raw_jobs"
+  per_client=$(((N + C * 100 - 1) / (C * 100)))
+  t=$(now)
+  progress=$("$PGBIN/pgbench" -n -c "$C" -j 2 -t "$per_client" -D batch=100 -P "$WINDOW" \
+    -f bench/worker/raw_two_commit.pgbench $DB 2>&1 | sed -n 's/^progress: [0-9.]* s, \([0-9.]*\) tps.*/\1/p' |
+    awk '{printf " %d", $1 * 100}')
+  secs=$(printf '%.2f' "$(elapsed "$t")")
+  done_jobs=$(q -c "SELECT count(*) FROM bench.raw_jobs WHERE status = 'done'")
+  rate[raw.$nap]=$(echo "scale=0; $done_jobs / $secs" | bc)
+  say "  raw loop b100: ${rate[raw.$nap]} jobs/s over $secs s, autovacuum of bench.raw_jobs: $(vacuums bench.raw_jobs)"
+  say "    jobs/s per window:$progress"
+done
+psql -X -q -c "ALTER SYSTEM RESET autovacuum_naptime" -c "SELECT pg_reload_conf()" >/dev/null
+
+say ""
+say "ratios (docket tasks/s / raw jobs/s, whole drains)"
+for nap in $NAPTIMES; do
+  say "  autovacuum_naptime $nap: $(ratio "${rate[docket.$nap]}" "${rate[raw.$nap]}")"
+done
+first=${NAPTIMES%% *} last=${NAPTIMES##* }
+say "  docket at naptime $last / at $first: $(ratio "${rate[docket.$last]}" "${rate[docket.$first]}")"
+say "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+say "(summary also in $OUT)"
