@@ -5,7 +5,8 @@
 #       (BENCH_FSYNC=off for comparison), stopped on exit; PG* point at it
 #       (PGDATABASE: database, default postgres);
 #   bench_worker_build  builds bench_worker into $BUILD and sets BENCH;
-#   q, now, elapsed, say, field, ratio, result  the drivers' small helpers.
+#   spawn_tasks_range  pre-spawns tasks (untimed);
+#   q, now, elapsed, say, field, mean, ratio, result  the drivers' small helpers.
 
 bench_cluster_setup() {
   export PGHOST=127.0.0.1 PGPORT=$PORT PGUSER=postgres PGDATABASE=${1:-postgres}
@@ -31,5 +32,16 @@ elapsed() { echo "$(now) - $1" | bc; }
 say() { echo "$*" | tee -a "$OUT"; }
 field() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }  # field <line> <key>
 result() { echo "$1=$2" >>"${RESULTS:-/dev/null}"; }  # result <key> <value>, for run_all
+# spawn_tasks_range <queue> <task> <first> <last>: tasks first..last (params
+# {"i": n}) by docket.spawn_tasks, 10,000 per statement, in one session; untimed.
+spawn_tasks_range() {
+  local b e
+  for ((b = $3; b <= $4; b += 10000)); do
+    e=$(((b + 9999) < $4 ? b + 9999 : $4))
+    echo "SELECT count(*) FROM docket.spawn_tasks('$2',
+            ARRAY(SELECT jsonb_build_object('i', g) FROM generate_series($b, $e) g),
+            '$1', 'tenantless', '{}');"
+  done | q >/dev/null
+}
 mean() { echo "($1 + $2) / 2" | bc; }  # mean <a> <b>, an integer
 ratio() { if [ -z "${1:-}" ] || [ "${2:-0}" = 0 ]; then echo "-"; else printf "%.2f" "$(echo "scale=4; $1 / $2" | bc)"; fi; }  # ratio <a> <b>

@@ -85,16 +85,14 @@ spawn() {
 has_spawn_tasks=0  # set once the database exists
 spawn_range() {
   local queue=$1 task=$2 first=$3 last=$4 b e
+  if [ "$has_spawn_tasks" = 1 ]; then
+    spawn_tasks_range "$queue" "$task" "$first" "$last"
+    return
+  fi
   for ((b = first; b <= last; b += 10000)); do
     e=$(((b + 9999) < last ? b + 9999 : last))
-    if [ "$has_spawn_tasks" = 1 ]; then
-      echo "SELECT count(*) FROM docket.spawn_tasks('$task',
-              ARRAY(SELECT jsonb_build_object('i', g) FROM generate_series($b, $e) g),
-              '$queue', 'tenantless', '{}');"
-    else
-      echo "SELECT count(*) FROM generate_series($b, $e) g,
-              LATERAL docket.spawn_task('$task', jsonb_build_object('i', g), '$queue') s;"
-    fi
+    echo "SELECT count(*) FROM generate_series($b, $e) g,
+            LATERAL docket.spawn_task('$task', jsonb_build_object('i', g), '$queue') s;"
   done | q >/dev/null
 }
 raw_next=1

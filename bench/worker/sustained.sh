@@ -33,22 +33,13 @@ DSN="dbname=$DB"
 bench_cluster_setup
 bench_worker_build
 
-# spawn <count>: no-op tasks in queue "sustained", two sessions, 10000 per call.
+# spawn <count>: no-op tasks in queue "sustained", two sessions; untimed.
 spawn() {
   local half=$(($1 / 2))
-  spawn_range 1 "$half" &
-  spawn_range $((half + 1)) "$1"
+  spawn_tasks_range sustained noop 1 "$half" &
+  spawn_tasks_range sustained noop $((half + 1)) "$1"
   wait
   q -c "VACUUM (ANALYZE) docket.runs, docket.tasks"
-}
-spawn_range() {
-  local b e
-  for ((b = $1; b <= $2; b += 10000)); do
-    e=$(((b + 9999) < $2 ? b + 9999 : $2))
-    echo "SELECT count(*) FROM docket.spawn_tasks('noop',
-            ARRAY(SELECT jsonb_build_object('i', g) FROM generate_series($b, $e) g),
-            'sustained', 'tenantless', '{}');"
-  done | q >/dev/null
 }
 updated() { q -c "SELECT n_tup_upd FROM pg_stat_user_tables WHERE relid = 'docket.runs'::regclass"; }
 vacuums() { q -c "SELECT autovacuum_count FROM pg_stat_user_tables WHERE relid = '$1'::regclass"; }

@@ -28,12 +28,7 @@ bench_cluster_setup
 bench_worker_build
 
 spawn() {  # spawn <queue> <count>: untimed, set-based
-  local queue=$1 count=$2 b e
-  for ((b = 1; b <= count; b += 10000)); do
-    e=$(((b + 9999) < count ? b + 9999 : count))
-    echo "SELECT count(*) FROM docket.spawn_tasks('noop',
-            ARRAY(SELECT jsonb_build_object('i', g) FROM generate_series($b, $e) g), '$queue');"
-  done | q >/dev/null
+  spawn_tasks_range "$1" noop 1 "$2"
   q -c "VACUUM (ANALYZE) docket.runs, docket.tasks"
 }
 raw_next=1
