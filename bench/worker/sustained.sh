@@ -76,7 +76,7 @@ for nap in $NAPTIMES; do
   line=$(cat "$line_file")
   rm -f "$line_file"
   rate[docket.$nap]=$(field "$line" tasks_per_s)
-  say "  docket drain: $(field "$line" tasks_per_s) tasks/s over $(field "$line" seconds) s, autovacuum of docket.runs: $(vacuums docket.runs)"
+  say "  docket drain: $(field "$line" tasks_per_s) tasks/s over $(field "$line" seconds) s, mean claim_tasks $(field "$line" claim_ms) ms, autovacuum of docket.runs: $(vacuums docket.runs)"
   say "    tasks/s per window:$windows"
 
   q -c "SELECT bench.load_raw(1, $N)" >/dev/null
