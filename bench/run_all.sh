@@ -2,7 +2,7 @@
 # bench/run_all.sh: every benchmark of issue 7, each on its own throwaway cluster
 # with production durability, then one table of ratios (each against a baseline
 # measured in the same run). See bench/README.md.
-#   bash bench/run_all.sh               (about 15 minutes on a quiet 2-core machine)
+#   bash bench/run_all.sh               (about 6 minutes on a quiet 2-core machine)
 #   BENCH_QUICK=1 bash bench/run_all.sh (small sizes, about 3-5 minutes: checks the
 #                                        scripts end to end, figures mean little)
 # It installs the extension and builds bench_worker once, then runs

@@ -2,7 +2,7 @@
 # bench/worker: the C++ WorkerPool (client/) on its own throwaway cluster with
 # production durability, next to a raw SKIP LOCKED loop driven by pgbench on the
 # same cluster in the same run. See bench/README.md ("## bench/worker").
-#   bash bench/worker/run.sh            (about 6-8 minutes on 2 cores at the defaults)
+#   bash bench/worker/run.sh            (about 3 minutes on 2 cores at the defaults)
 #   a) drain: BENCH_TASKS pre-spawned no-op tasks at each concurrency in
 #      BENCH_CONCURRENCY (bench_worker drain: the pool's defaults, then claims of
 #      up to 100, then the defaults with the runners as fibers), against the raw two-commit loop
