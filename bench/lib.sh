@@ -5,7 +5,7 @@
 #       (BENCH_FSYNC=off for comparison), stopped on exit; PG* point at it
 #       (PGDATABASE: database, default postgres);
 #   bench_worker_build  builds bench_worker into $BUILD and sets BENCH;
-#   spawn_tasks_range  pre-spawns tasks (untimed);
+#   spawn_tasks_range  pre-spawns tasks (untimed); raw_two_commit  the raw loop;
 #   q, now, elapsed, say, field, mean, ratio, result  the drivers' small helpers.
 
 bench_cluster_setup() {
@@ -42,6 +42,16 @@ spawn_tasks_range() {
             ARRAY(SELECT jsonb_build_object('i', g) FROM generate_series($b, $e) g),
             '$1', 'tenantless', '{}');"
   done | q >/dev/null
+}
+# raw_two_commit <clients> <batch> <jobs> [pgbench options...]: the raw
+# two-commit loop (bench/worker/raw_two_commit.pgbench) in database $DB, each
+# client running enough cycles for <clients> to cover <jobs> jobs; pgbench's
+# output (stdout and stderr) on stdout.
+raw_two_commit() {
+  local c=$1 batch=$2 jobs=$3
+  shift 3
+  "$PGBIN/pgbench" -n -c "$c" -j 2 -t $(((jobs + c * batch - 1) / (c * batch))) \
+    -D batch="$batch" "$@" -f bench/worker/raw_two_commit.pgbench "$DB" 2>&1
 }
 mean() { echo "($1 + $2) / 2" | bc; }  # mean <a> <b>, an integer
 ratio() { if [ -z "${1:-}" ] || [ "${2:-0}" = 0 ]; then echo "-"; else printf "%.2f" "$(echo "scale=4; $1 / $2" | bc)"; fi; }  # ratio <a> <b>

@@ -107,13 +107,11 @@ raw_done() { q -c "SELECT count(*) FROM bench.raw_jobs WHERE status = 'done'"; }
 # raw_rate (jobs done over the wall-clock time of the pgbench run, connections
 # included, as the pool's figure includes its start) and raw_secs.
 raw_loop() {
-  local c=$1 batch=$2 before t per_client
+  local c=$1 batch=$2 before t
   load_raw "$N"
   before=$(raw_done)
-  per_client=$(((N + c * batch - 1) / (c * batch)))
   t=$(now)
-  "$PGBIN/pgbench" -n -c "$c" -j 2 -t "$per_client" -D batch="$batch" \
-    -f $here/raw_two_commit.pgbench $DB >/dev/null 2>&1
+  raw_two_commit "$c" "$batch" "$N" >/dev/null
   raw_secs=$(printf '%.2f' "$(elapsed "$t")")
   raw_rate=$(echo "scale=0; ($(raw_done) - $before) / $raw_secs" | bc)
 }

@@ -81,10 +81,8 @@ for nap in $NAPTIMES; do
 
   q -c "SELECT bench.load_raw(1, $N)" >/dev/null
   q -c "VACUUM (ANALYZE) bench.raw_jobs"
-  per_client=$(((N + C * 100 - 1) / (C * 100)))
   t=$(now)
-  progress=$("$PGBIN/pgbench" -n -c "$C" -j 2 -t "$per_client" -D batch=100 -P "$WINDOW" \
-    -f bench/worker/raw_two_commit.pgbench $DB 2>&1 | sed -n 's/^progress: [0-9.]* s, \([0-9.]*\) tps.*/\1/p' |
+  progress=$(raw_two_commit "$C" 100 "$N" -P "$WINDOW" | sed -n 's/^progress: [0-9.]* s, \([0-9.]*\) tps.*/\1/p' |
     awk '{printf " %d", $1 * 100}')
   secs=$(printf '%.2f' "$(elapsed "$t")")
   done_jobs=$(q -c "SELECT count(*) FROM bench.raw_jobs WHERE status = 'done'")

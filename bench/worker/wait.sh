@@ -33,15 +33,13 @@ spawn() {  # spawn <queue> <count>: untimed, set-based
 }
 raw_next=1
 raw_loop() {  # raw_loop <batch>: sets raw_rate (jobs/s)
-  local batch=$1 before t per_client secs
+  local batch=$1 before t secs
   q -c "SELECT bench.load_raw($raw_next, $((raw_next + N - 1)))" >/dev/null
   raw_next=$((raw_next + N))
   q -c "VACUUM (ANALYZE) bench.raw_jobs"
   before=$(q -c "SELECT count(*) FROM bench.raw_jobs WHERE status = 'done'")
-  per_client=$(((N + C * batch - 1) / (C * batch)))
   t=$(now)
-  "$PGBIN/pgbench" -n -c "$C" -j 2 -t "$per_client" -D batch="$batch" \
-    -f $here/raw_two_commit.pgbench $DB >/dev/null 2>&1
+  raw_two_commit "$C" "$batch" "$N" >/dev/null
   secs=$(elapsed "$t")
   raw_rate=$(echo "scale=0; ($(q -c "SELECT count(*) FROM bench.raw_jobs WHERE status = 'done'") - $before) / $secs" | bc)
 }
