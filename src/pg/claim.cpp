@@ -19,6 +19,7 @@
 #include "pg/history.hpp"
 #include "pg/run_write.hpp"
 #include "pg/task_store.hpp"
+#include "pg/vacuum.hpp"
 #include "pg/spi.hpp"
 
 namespace docket::pg {
@@ -543,6 +544,9 @@ std::vector<ClaimRow> claim_runs(const ClaimRequest& args, Datum lease_text, Dat
   append_history(history, policy.now);
   for (std::size_t i = 0; i < picks.size(); ++i)
     output[i].expired = picks[i].cls == ClaimClass::expired;
+  // Every claim leaves dead entries at the head of the claim scans; a vacuum
+  // removes them (pg/vacuum.hpp).
+  vacuum_if_due();
   return output;
 }
 

@@ -10,6 +10,7 @@ bool notify_value = true;
 int notify_interval_value = 100;
 bool direct_writes_value = true;
 double max_clock_skew_value = 300000;  // 5 minutes
+int vacuum_naptime_value = 5000;
 
 struct Cap {
   const char* name;
@@ -51,6 +52,9 @@ bool direct_writes() noexcept {
 
 double max_clock_skew_ms() noexcept {
   return max_clock_skew_value;
+}
+int vacuum_naptime_ms() noexcept {
+  return vacuum_naptime_value;
 }
 int max_bytes(SizeCap cap) noexcept {
   return caps[static_cast<int>(cap)].value;
@@ -94,6 +98,15 @@ void define() {
       "claim_due, claim_tasks, refresh_claim, release_claim, abandon_claim and "
       "retry_poisoned_run refuse (22023) a now further than this, in either direction.",
       &max_clock_skew_value, 300000, 0, 1e15, PGC_SUSET, GUC_UNIT_MS, nullptr, nullptr, nullptr);
+  // Superusers only: a role that could set it to 1 ms would have the claims
+  // look at the statistics on every call.
+  DefineCustomIntVariable(
+      "docket.vacuum_naptime",
+      "How often a claiming backend looks whether docket.runs needs a vacuum (0: never).",
+      "When the table's dead rows pass its autovacuum threshold, the backend starts a "
+      "background worker that vacuums docket.runs as the table's owner, instead of waiting "
+      "for autovacuum's naptime. Off when autovacuum is off, for the server or the table.",
+      &vacuum_naptime_value, 5000, 0, 3600000, PGC_SUSET, GUC_UNIT_MS, nullptr, nullptr, nullptr);
   for (Cap& cap : caps)
     DefineCustomIntVariable(
         cap.name, cap.description,

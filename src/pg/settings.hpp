@@ -20,6 +20,10 @@ bool direct_writes() noexcept;
 // docket.max_clock_skew: how far (ms) a caller's `now` argument may be from docket.now().
 double max_clock_skew_ms() noexcept;
 
+// docket.vacuum_naptime: how often (ms) a claiming backend looks whether
+// docket.runs needs its own vacuum (pg/vacuum.hpp); 0 turns that off.
+int vacuum_naptime_ms() noexcept;
+
 // The size caps (bytes), one setting each: docket.max_<name>_bytes.
 enum class SizeCap { document, params, result, payload, error, headers };
 int max_bytes(SizeCap cap) noexcept;

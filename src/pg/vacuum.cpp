@@ -1,0 +1,153 @@
+// docket's own vacuum of docket.runs: the claiming backend's look, and the
+// background worker that vacuums.
+#include "pg/vacuum.hpp"
+
+#include <cstdint>
+#include <cstring>
+
+#include "core/vacuum.hpp"
+#include "pg/boundary.hpp"
+#include "pg/settings.hpp"
+
+namespace docket::pg {
+
+namespace {
+
+// What the worker is given in bgw_extra (its database is bgw_main_arg).
+struct WorkerExtra {
+  Oid relid;
+  Oid owner;
+};
+
+std::int64_t last_look_ms = -1;
+// This backend's last worker, allocated in TopMemoryContext: while it lives,
+// this backend starts no other.
+BackgroundWorkerHandle* own_worker = nullptr;
+
+bool own_worker_alive() {
+  if (own_worker == nullptr) return false;
+  pid_t pid = 0;
+  const BgwHandleStatus status = GetBackgroundWorkerPid(own_worker, &pid);
+  if (status == BGWH_STARTED || status == BGWH_NOT_YET_STARTED) return true;
+  pfree(own_worker);
+  own_worker = nullptr;
+  return false;
+}
+
+bool may_log_in(Oid role) {
+  HeapTuple tuple = SearchSysCache1(AUTHOID, ObjectIdGetDatum(role));
+  if (!HeapTupleIsValid(tuple)) return false;
+  const bool login = reinterpret_cast<Form_pg_authid>(GETSTRUCT(tuple))->rolcanlogin;
+  ReleaseSysCache(tuple);
+  return login;
+}
+
+void start_worker(Oid relid, Oid owner) {
+  BackgroundWorker worker;
+  std::memset(&worker, 0, sizeof worker);
+  worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+  worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+  worker.bgw_restart_time = BGW_NEVER_RESTART;
+  strlcpy(worker.bgw_library_name, "docket", BGW_MAXLEN);
+  strlcpy(worker.bgw_function_name, "docket_vacuum_main", BGW_MAXLEN);
+  strlcpy(worker.bgw_name, "docket vacuum of docket.runs", BGW_MAXLEN);
+  strlcpy(worker.bgw_type, "docket vacuum", BGW_MAXLEN);
+  worker.bgw_main_arg = ObjectIdGetDatum(MyDatabaseId);
+  const WorkerExtra extra{relid, owner};
+  std::memcpy(worker.bgw_extra, &extra, sizeof extra);
+  BackgroundWorkerHandle* handle = nullptr;
+  const MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+  // No free slot: autovacuum alone, as without docket.vacuum_naptime.
+  if (RegisterDynamicBackgroundWorker(&worker, &handle)) own_worker = handle;
+  MemoryContextSwitchTo(old);
+}
+
+void look() {
+  if (own_worker_alive()) return;
+  const Oid schema = get_namespace_oid("docket", true);
+  const Oid relid = OidIsValid(schema) ? get_relname_relid("runs", schema) : InvalidOid;
+  if (!OidIsValid(relid)) return;
+
+  VacuumFacts facts;
+  facts.autovacuum_on = AutoVacuumingActive();
+  facts.naptime_ms = settings::vacuum_naptime_ms();
+  Relation rel = table_open(relid, AccessShareLock);  // the claim holds a stronger one
+  const auto* options = reinterpret_cast<const StdRdOptions*>(rel->rd_options);
+  facts.table_enabled = options == nullptr || options->autovacuum.enabled;
+  facts.threshold = options != nullptr && options->autovacuum.vacuum_threshold >= 0
+                        ? options->autovacuum.vacuum_threshold
+                        : autovacuum_vac_thresh;
+  facts.scale_factor = options != nullptr && options->autovacuum.vacuum_scale_factor >= 0
+                           ? options->autovacuum.vacuum_scale_factor
+                           : autovacuum_vac_scale;
+  facts.rows = rel->rd_rel->reltuples;
+  const Oid owner = rel->rd_rel->relowner;
+  table_close(rel, NoLock);
+  const PgStat_StatTabEntry* stats = pgstat_fetch_stat_tabentry(relid);
+  facts.dead_rows = stats != nullptr ? static_cast<double>(stats->n_dead_tuples) : 0;
+  if (!vacuum_needed(facts) || !may_log_in(owner)) return;
+
+  // A vacuum (docket's or autovacuum's) holds this lock while it runs; the
+  // probe waits for nothing and is let go at once.
+  if (!ConditionalLockRelationOid(relid, ShareUpdateExclusiveLock)) return;
+  UnlockRelationOid(relid, ShareUpdateExclusiveLock);
+  start_worker(relid, owner);
+}
+
+}  // namespace
+
+void vacuum_if_due() {
+  const std::int64_t now_ms = call([] { return GetCurrentTimestamp(); }) / 1000;
+  if (!vacuum_look_due(settings::vacuum_naptime_ms(), now_ms, last_look_ms)) return;
+  last_look_ms = now_ms;
+  call_void(look);
+}
+
+}  // namespace docket::pg
+
+// The background worker: connects to the database as the table's owner,
+// vacuums docket.runs if no other vacuum holds it, and exits. An error ends
+// the process (the postmaster's handler for a background worker reports it);
+// it is not restarted, and the next look starts a new one.
+extern "C" PGDLLEXPORT void docket_vacuum_main(Datum main_arg);
+extern "C" void docket_vacuum_main(Datum main_arg) {
+  docket::pg::WorkerExtra extra{};
+  std::memcpy(&extra, MyBgworkerEntry->bgw_extra, sizeof extra);
+  BackgroundWorkerUnblockSignals();
+  BackgroundWorkerInitializeConnectionByOid(DatumGetObjectId(main_arg), extra.owner, 0);
+
+  StartTransactionCommand();
+  const char* name = get_rel_name(extra.relid);
+  if (name == nullptr || !ConditionalLockRelationOid(extra.relid, ShareUpdateExclusiveLock)) {
+    CommitTransactionCommand();  // dropped, or another vacuum has it
+    proc_exit(0);
+  }
+  UnlockRelationOid(extra.relid, ShareUpdateExclusiveLock);
+  pgstat_report_activity(STATE_RUNNING, "VACUUM (SKIP_LOCKED, TRUNCATE false) docket.runs");
+
+  VacuumParams params;
+  std::memset(&params, 0, sizeof params);
+  params.options = VACOPT_VACUUM | VACOPT_SKIP_LOCKED | VACOPT_PROCESS_TOAST;
+  params.freeze_min_age = -1;
+  params.freeze_table_age = -1;
+  params.multixact_freeze_min_age = -1;
+  params.multixact_freeze_table_age = -1;
+  params.is_wraparound = false;
+  params.log_min_duration = -1;
+  params.index_cleanup = VACOPTVALUE_AUTO;
+  // Truncating takes an ACCESS EXCLUSIVE lock, which would stop every claim
+  // for its while; the tail of a queue's table fills again soon anyway.
+  params.truncate = VACOPTVALUE_DISABLED;
+  params.nworkers = -1;
+  // vacuum() makes its memory under PortalContext, which only a backend that
+  // runs statements has.
+  PortalContext = AllocSetContextCreate(TopMemoryContext, "docket vacuum", ALLOCSET_DEFAULT_SIZES);
+  List* relations =
+      list_make1(makeVacuumRelation(makeRangeVar(pstrdup("docket"), pstrdup(name), -1),
+                                    extra.relid, NIL));
+  // vacuum() commits this transaction, runs its own, and starts one again.
+  vacuum(relations, &params, nullptr, true);
+  CommitTransactionCommand();
+  pgstat_report_activity(STATE_IDLE, nullptr);
+  proc_exit(0);
+}
