@@ -44,10 +44,13 @@ spawn() {
   q -c "VACUUM (ANALYZE) docket.runs, docket.tasks"
 }
 updated() { q -c "SELECT n_tup_upd FROM pg_stat_user_tables WHERE relid = 'docket.runs'::regclass"; }
+# vacuums <table> [manual before]: autovacuum's and the manual count since then
+# (docket's own vacuum counts as manual, as does the spawn's VACUUM ANALYZE).
 vacuums() {
-  q -c "SELECT autovacuum_count || ' by autovacuum, ' || vacuum_count || ' by docket'
+  q -c "SELECT autovacuum_count || ' by autovacuum, ' || vacuum_count - ${2:-0} || ' manual'
           FROM pg_stat_user_tables WHERE relid = '$1'::regclass"
 }
+manual() { q -c "SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = '$1'::regclass"; }
 
 : >"$OUT"
 say "docket bench/worker sustained, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -66,7 +69,7 @@ for nap in $CASES; do
   say "autovacuum_naptime = ${nap%/*}, docket.vacuum_naptime = ${nap#*/}"
 
   spawn "$N"
-  base=$(updated)
+  base=$(updated) manual0=$(manual docket.runs)
   line_file=$(mktemp)
   "$BENCH" drain "$DSN" sustained "$C" "$N" >"$line_file" &
   pid=$!
@@ -82,18 +85,19 @@ for nap in $CASES; do
   line=$(cat "$line_file")
   rm -f "$line_file"
   rate[docket.$nap]=$(field "$line" tasks_per_s)
-  say "  docket drain: $(field "$line" tasks_per_s) tasks/s over $(field "$line" seconds) s, mean claim_tasks $(field "$line" claim_ms) ms, vacuums of docket.runs: $(vacuums docket.runs)"
+  say "  docket drain: $(field "$line" tasks_per_s) tasks/s over $(field "$line" seconds) s, mean claim_tasks $(field "$line" claim_ms) ms, vacuums of docket.runs: $(vacuums docket.runs "$manual0")"
   say "    tasks/s per window:$windows"
 
   q -c "SELECT bench.load_raw(1, $N)" >/dev/null
   q -c "VACUUM (ANALYZE) bench.raw_jobs"
+  raw_manual0=$(manual bench.raw_jobs)
   t=$(now)
   progress=$(raw_two_commit "$C" 100 "$N" -P "$WINDOW" | sed -n 's/^progress: [0-9.]* s, \([0-9.]*\) tps.*/\1/p' |
     awk '{printf " %d", $1 * 100}')
   secs=$(printf '%.2f' "$(elapsed "$t")")
   done_jobs=$(q -c "SELECT count(*) FROM bench.raw_jobs WHERE status = 'done'")
   rate[raw.$nap]=$(echo "scale=0; $done_jobs / $secs" | bc)
-  say "  raw loop b100: ${rate[raw.$nap]} jobs/s over $secs s, vacuums of bench.raw_jobs: $(vacuums bench.raw_jobs | sed 's/ by docket/ manual/')"
+  say "  raw loop b100: ${rate[raw.$nap]} jobs/s over $secs s, vacuums of bench.raw_jobs: $(vacuums bench.raw_jobs "$raw_manual0")"
   say "    jobs/s per window:$progress"
 done
 psql -X -q -c "ALTER SYSTEM RESET autovacuum_naptime" -c "SELECT pg_reload_conf()" >/dev/null

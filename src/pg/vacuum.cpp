@@ -58,8 +58,11 @@ void start_worker(Oid relid, Oid owner) {
   BackgroundWorkerHandle* handle = nullptr;
   const MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
   // No free slot: autovacuum alone, as without docket.vacuum_naptime.
-  if (RegisterDynamicBackgroundWorker(&worker, &handle)) own_worker = handle;
+  const bool started = RegisterDynamicBackgroundWorker(&worker, &handle);
   MemoryContextSwitchTo(old);
+  if (started) own_worker = handle;
+  elog(DEBUG1, started ? "docket: starting a vacuum of docket.runs"
+                       : "docket: no free background worker slot for a vacuum of docket.runs");
 }
 
 void look() {
