@@ -1,10 +1,11 @@
 -- docket's own vacuum of docket.runs (src/pg/vacuum.cpp): a claim that finds
 -- the table's dead rows past its autovacuum threshold starts a background
 -- worker that vacuums the table, counted as a manual vacuum (vacuum_count);
--- autovacuum_enabled = false on the table and docket.vacuum_naptime = 0 each
--- turn it off. The claim that starts the worker says so at DEBUG1; the
--- vacuum's end is awaited by polling the statistics (at most 60 s). Each
--- switch's test is followed by the same claim with the switch back on.
+-- autovacuum_enabled = false on the table, docket.vacuum_naptime = 0 and a
+-- table owner that may not log in each turn it off. The claim that starts
+-- the worker says so at DEBUG1; the vacuum's end is awaited by polling the
+-- statistics (at most 60 s). Each switch's test is followed by the same claim
+-- with the switch back on.
 CREATE EXTENSION docket;
 SET docket.vacuum_naptime = '10ms';
 SHOW docket.vacuum_naptime;
@@ -79,9 +80,20 @@ SET docket.vacuum_naptime = '10ms';
 SELECT pg_temp.claim_one() AS claimed;
 SELECT pg_temp.vacuumed_after((SELECT n FROM seen), 60) AS docket_vacuumed;
 
+-- A table owner that may not log in: no worker (it could not connect), and
+-- the look says why.
+CREATE ROLE docket_vacuum_nobody;  -- NOLOGIN
+SELECT pg_temp.churn(3000);
+ALTER TABLE docket.runs OWNER TO docket_vacuum_nobody;
+SELECT pg_stat_force_next_flush();
+UPDATE seen SET n = pg_temp.vacuums();
+SELECT pg_temp.claim_one() AS claimed;
+ALTER TABLE docket.runs OWNER TO CURRENT_USER;
+SELECT pg_temp.claim_one() AS claimed;
+SELECT pg_temp.vacuumed_after((SELECT n FROM seen), 60) AS docket_vacuumed;
+
 -- Only a superuser sets it: a role that could make every claim look at the
 -- statistics must not.
-CREATE ROLE docket_vacuum_nobody;
 SET ROLE docket_vacuum_nobody;
 SET docket.vacuum_naptime = '1ms';
 RESET ROLE;

@@ -88,7 +88,11 @@ void look() {
   table_close(rel, NoLock);
   const PgStat_StatTabEntry* stats = pgstat_fetch_stat_tabentry(relid);
   facts.dead_rows = stats != nullptr ? static_cast<double>(stats->n_dead_tuples) : 0;
-  if (!vacuum_needed(facts) || !may_log_in(owner)) return;
+  if (!vacuum_needed(facts)) return;
+  if (!may_log_in(owner)) {
+    elog(DEBUG1, "docket: the owner of docket.runs may not log in, so docket does not vacuum it");
+    return;
+  }
 
   // A vacuum (docket's or autovacuum's) holds this lock while it runs; the
   // probe waits for nothing and is let go at once.
@@ -145,9 +149,8 @@ extern "C" void docket_vacuum_main(Datum main_arg) {
   // vacuum() makes its memory under PortalContext, which only a backend that
   // runs statements has.
   PortalContext = AllocSetContextCreate(TopMemoryContext, "docket vacuum", ALLOCSET_DEFAULT_SIZES);
-  List* relations =
-      list_make1(makeVacuumRelation(makeRangeVar(pstrdup("docket"), pstrdup(name), -1),
-                                    extra.relid, NIL));
+  List* relations = list_make1(
+      makeVacuumRelation(makeRangeVar(pstrdup("docket"), pstrdup(name), -1), extra.relid, NIL));
   // vacuum() commits this transaction, runs its own, and starts one again.
   vacuum(relations, &params, nullptr, true);
   CommitTransactionCommand();
