@@ -92,6 +92,24 @@ ALTER TABLE docket.runs OWNER TO CURRENT_USER;
 SELECT pg_temp.claim_one() AS claimed;
 SELECT pg_temp.vacuumed_after((SELECT n FROM seen), 60) AS docket_vacuumed;
 
+-- Nor one that may log in but not connect to this database.
+CREATE ROLE docket_vacuum_login LOGIN;
+SELECT pg_temp.churn(3000);
+DO $$ BEGIN EXECUTE format('REVOKE CONNECT ON DATABASE %I FROM PUBLIC', current_database()); END $$;
+ALTER TABLE docket.runs OWNER TO docket_vacuum_login;
+SELECT pg_stat_force_next_flush();
+UPDATE seen SET n = pg_temp.vacuums();
+SELECT pg_temp.claim_one() AS claimed;
+DO $$ BEGIN EXECUTE format('GRANT CONNECT ON DATABASE %I TO docket_vacuum_login', current_database()); END $$;
+SELECT pg_temp.claim_one() AS claimed;
+SELECT pg_temp.vacuumed_after((SELECT n FROM seen), 60) AS docket_vacuumed;
+ALTER TABLE docket.runs OWNER TO CURRENT_USER;
+DO $$ BEGIN
+  EXECUTE format('REVOKE CONNECT ON DATABASE %I FROM docket_vacuum_login', current_database());
+  EXECUTE format('GRANT CONNECT ON DATABASE %I TO PUBLIC', current_database());
+END $$;
+DROP ROLE docket_vacuum_login;
+
 -- Only a superuser sets it: a role that could make every claim look at the
 -- statistics must not.
 SET ROLE docket_vacuum_nobody;

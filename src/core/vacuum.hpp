@@ -23,9 +23,20 @@ struct VacuumFacts {
   double scale_factor = 0;      // the table's autovacuum_vacuum_scale_factor
 };
 
-// Whether this backend looks now: not off, and naptime_ms since it last looked
-// (last_look_ms < 0: it never did).
-bool vacuum_look_due(std::int64_t naptime_ms, std::int64_t now_ms, std::int64_t last_look_ms);
+// Whether this backend looks now: not off, and naptime_ms + backoff_ms since it
+// last looked (last_look_ms < 0: it never did).
+bool vacuum_look_due(std::int64_t naptime_ms, std::int64_t now_ms, std::int64_t last_look_ms,
+                     std::int64_t backoff_ms = 0);
+
+// The longest a backend's looks are put off after workers that did not vacuum.
+constexpr std::int64_t kMaxVacuumBackoffMs = 600000;  // 10 minutes
+
+// The backoff after a backend's worker ended: 0 if the table was vacuumed
+// since the worker started (by it, or by autovacuum: the worker then had
+// nothing to do); else twice the previous one, at least one naptime, at most
+// kMaxVacuumBackoffMs. A worker that cannot connect, or fails, is so started
+// again only after 1, 2, 4 ... naptimes instead of every naptime.
+std::int64_t vacuum_backoff_ms(std::int64_t previous_ms, std::int64_t naptime_ms, bool vacuumed);
 
 // Whether the table needs a vacuum: both switches on and more dead rows than
 // threshold + scale_factor * rows (autovacuum's rule; unknown rows count 0).

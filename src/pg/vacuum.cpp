@@ -20,9 +20,12 @@ struct WorkerExtra {
 };
 
 std::int64_t last_look_ms = -1;
+std::int64_t backoff_ms = 0;  // core/vacuum.hpp: vacuum_backoff_ms
 // This backend's last worker, allocated in TopMemoryContext: while it lives,
-// this backend starts no other.
+// this backend starts no other. vacuums_at_start: the table's vacuum count
+// (docket's and autovacuum's) when it was started; -1 once that was weighed.
 BackgroundWorkerHandle* own_worker = nullptr;
+std::int64_t vacuums_at_start = -1;
 
 bool own_worker_alive() {
   if (own_worker == nullptr) return false;
@@ -34,15 +37,19 @@ bool own_worker_alive() {
   return false;
 }
 
-bool may_log_in(Oid role) {
+// Whether `role` may log in to this database, as the worker does: LOGIN, and
+// CONNECT on the database unless a superuser (connection limits aside: a
+// worker refused for them fails, and the backoff spaces the next ones).
+bool may_connect(Oid role) {
   HeapTuple tuple = SearchSysCache1(AUTHOID, ObjectIdGetDatum(role));
   if (!HeapTupleIsValid(tuple)) return false;
   const bool login = reinterpret_cast<Form_pg_authid>(GETSTRUCT(tuple))->rolcanlogin;
   ReleaseSysCache(tuple);
-  return login;
+  return login && (superuser_arg(role) ||
+                   pg_database_aclcheck(MyDatabaseId, role, ACL_CONNECT) == ACLCHECK_OK);
 }
 
-void start_worker(Oid relid, Oid owner) {
+void start_worker(Oid relid, Oid owner, std::int64_t vacuums) {
   BackgroundWorker worker;
   std::memset(&worker, 0, sizeof worker);
   worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
@@ -60,7 +67,10 @@ void start_worker(Oid relid, Oid owner) {
   // No free slot: autovacuum alone, as without docket.vacuum_naptime.
   const bool started = RegisterDynamicBackgroundWorker(&worker, &handle);
   MemoryContextSwitchTo(old);
-  if (started) own_worker = handle;
+  if (started) {
+    own_worker = handle;
+    vacuums_at_start = vacuums;
+  }
   elog(DEBUG1, started ? "docket: starting a vacuum of docket.runs"
                        : "docket: no free background worker slot for a vacuum of docket.runs");
 }
@@ -88,9 +98,17 @@ void look() {
   table_close(rel, NoLock);
   const PgStat_StatTabEntry* stats = pgstat_fetch_stat_tabentry(relid);
   facts.dead_rows = stats != nullptr ? static_cast<double>(stats->n_dead_tuples) : 0;
+  const std::int64_t vacuums =
+      stats != nullptr ? stats->vacuum_count + stats->autovac_vacuum_count : 0;
+  if (vacuums_at_start >= 0) {  // this backend's last worker has ended since
+    backoff_ms = vacuum_backoff_ms(backoff_ms, facts.naptime_ms, vacuums > vacuums_at_start);
+    vacuums_at_start = -1;
+  }
   if (!vacuum_needed(facts)) return;
-  if (!may_log_in(owner)) {
-    elog(DEBUG1, "docket: the owner of docket.runs may not log in, so docket does not vacuum it");
+  if (!may_connect(owner)) {
+    elog(DEBUG1,
+         "docket: the owner of docket.runs may not log in to this database, so docket does not "
+         "vacuum it");
     return;
   }
 
@@ -98,14 +116,14 @@ void look() {
   // probe waits for nothing and is let go at once.
   if (!ConditionalLockRelationOid(relid, ShareUpdateExclusiveLock)) return;
   UnlockRelationOid(relid, ShareUpdateExclusiveLock);
-  start_worker(relid, owner);
+  start_worker(relid, owner, vacuums);
 }
 
 }  // namespace
 
 void vacuum_if_due() {
   const std::int64_t now_ms = call([] { return GetCurrentTimestamp(); }) / 1000;
-  if (!vacuum_look_due(settings::vacuum_naptime_ms(), now_ms, last_look_ms)) return;
+  if (!vacuum_look_due(settings::vacuum_naptime_ms(), now_ms, last_look_ms, backoff_ms)) return;
   last_look_ms = now_ms;
   call_void(look);
 }

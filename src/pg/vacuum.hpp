@@ -5,7 +5,9 @@
 // the backend starts a dynamic background worker ("docket vacuum") that runs
 // VACUUM (SKIP_LOCKED, TRUNCATE off) on docket.runs as the table's owner and
 // exits. It needs a free max_worker_processes slot and an owner that may log
-// in; without either, autovacuum alone vacuums the table, as before.
+// in to the database; without either, autovacuum alone vacuums the table, as
+// before. After a worker that did not vacuum (it failed, say a connection
+// limit), the backend's looks are put off by a doubling backoff.
 #pragma once
 
 namespace docket::pg {

@@ -25,6 +25,26 @@ TEST(VacuumLookDue, ClockSteppedBackLooks) {
   EXPECT_TRUE(vacuum_look_due(5'000, 9'000, 10'000));
 }
 
+TEST(VacuumLookDue, BackoffPutsTheLookOff) {
+  EXPECT_FALSE(vacuum_look_due(5'000, 24'999, 10'000, 10'000));
+  EXPECT_TRUE(vacuum_look_due(5'000, 25'000, 10'000, 10'000));
+}
+
+TEST(VacuumBackoff, NoneOnceTheTableWasVacuumed) {
+  EXPECT_EQ(vacuum_backoff_ms(0, 5'000, true), 0);
+  EXPECT_EQ(vacuum_backoff_ms(80'000, 5'000, true), 0);
+}
+
+TEST(VacuumBackoff, DoublesFromOneNaptimeToTenMinutes) {
+  EXPECT_EQ(vacuum_backoff_ms(0, 5'000, false), 5'000);
+  EXPECT_EQ(vacuum_backoff_ms(5'000, 5'000, false), 10'000);
+  EXPECT_EQ(vacuum_backoff_ms(10'000, 5'000, false), 20'000);
+  EXPECT_EQ(vacuum_backoff_ms(400'000, 5'000, false), kMaxVacuumBackoffMs);
+  EXPECT_EQ(vacuum_backoff_ms(kMaxVacuumBackoffMs, 5'000, false), kMaxVacuumBackoffMs);
+  EXPECT_EQ(vacuum_backoff_ms(std::int64_t{1} << 62, 5'000, false), kMaxVacuumBackoffMs);
+  EXPECT_EQ(vacuum_backoff_ms(0, 3'600'000, false), kMaxVacuumBackoffMs);
+}
+
 VacuumFacts facts(double dead, double rows) {
   VacuumFacts f;
   f.naptime_ms = 5'000;
