@@ -133,7 +133,7 @@ void vacuum_if_due() {
 // The background worker: connects to the database as the table's owner,
 // vacuums docket.runs if no other vacuum holds it, and exits. An error ends
 // the process (the postmaster's handler for a background worker reports it);
-// it is not restarted, and the next look starts a new one.
+// it is not restarted: a later look starts a new one, after the backoff.
 extern "C" PGDLLEXPORT void docket_vacuum_main(Datum main_arg);
 extern "C" void docket_vacuum_main(Datum main_arg) {
   docket::pg::WorkerExtra extra{};
@@ -165,10 +165,13 @@ extern "C" void docket_vacuum_main(Datum main_arg) {
   params.truncate = VACOPTVALUE_DISABLED;
   params.nworkers = -1;
   // vacuum() makes its memory under PortalContext, which only a backend that
-  // runs statements has.
+  // runs statements has. It keeps the relation list given, and commits the
+  // transaction whose memory is current here: the list lives in PortalContext.
   PortalContext = AllocSetContextCreate(TopMemoryContext, "docket vacuum", ALLOCSET_DEFAULT_SIZES);
+  const MemoryContext old = MemoryContextSwitchTo(PortalContext);
   List* relations = list_make1(
       makeVacuumRelation(makeRangeVar(pstrdup("docket"), pstrdup(name), -1), extra.relid, NIL));
+  MemoryContextSwitchTo(old);
   // vacuum() commits this transaction, runs its own, and starts one again.
   vacuum(relations, &params, nullptr, true);
   CommitTransactionCommand();
