@@ -9,8 +9,9 @@
 
 namespace docket {
 
-Context::Context(ContextBackend& backend, sql::ClaimedTask task, std::map<std::string, Json> steps)
-    : backend_(backend), task_(std::move(task)), steps_(std::move(steps)) {}
+Context::Context(ContextBackend& backend, const sql::ClaimedTask& task,
+                 std::map<std::string, Json> steps)
+    : backend_(backend), task_(task), steps_(std::move(steps)) {}
 
 std::string Context::occurrence(const std::string& name) {
   const int n = ++occurrences_[name];

@@ -1,7 +1,6 @@
 #include "flusher.hpp"
 
 #include <algorithm>
-#include <set>
 #include <stdexcept>
 #include <utility>
 
@@ -14,8 +13,7 @@ namespace docket::detail {
 
 struct Flusher::Item {
   bool step = false;  // a step checkpoint; else a task completion
-  std::string run_id;
-  std::string claim_token;
+  FlushRunPtr run;
   std::string step_name;
   Json value;  // the step's value or the task's result
   Clock::time_point enqueued;
@@ -33,9 +31,28 @@ struct Flusher::Item {
   // (null: completed), instead of waking a waiting submitter.
   std::function<void(std::exception_ptr)> on_done;
 
+  const std::string& run_id() const noexcept { return run->run_id; }
   // complete_steps rejects the same (run, step) twice, complete_tasks the same run.
-  std::string key() const { return step ? "s" + run_id + '\n' + step_name : "c" + run_id; }
+  bool same_key(const Item& other) const {
+    return step == other.step && run_id() == other.run_id() &&
+           (!step || step_name == other.step_name);
+  }
 };
+
+namespace {
+struct OwnedFlushRun {
+  OwnedFlushRun(std::string id, std::string token)
+      : run_id(std::move(id)), claim_token(std::move(token)) {}
+  const std::string run_id;
+  const std::string claim_token;
+  const FlushRun run{run_id, claim_token};
+};
+}  // namespace
+
+FlushRunPtr make_flush_run(std::string run_id, std::string claim_token) {
+  auto owned = std::make_shared<const OwnedFlushRun>(std::move(run_id), std::move(claim_token));
+  return FlushRunPtr(owned, &owned->run);
+}
 
 namespace {
 
@@ -90,38 +107,32 @@ void Flusher::stop() {
   space_.notify_all();
 }
 
-Json Flusher::store_step(const std::string& run_id, const std::string& claim_token,
-                         const std::string& step_name, const Json& value) {
+Json Flusher::store_step(FlushRunPtr run, const std::string& step_name, Json value) {
   auto item = std::make_shared<Item>();
   item->step = true;
-  item->run_id = run_id;
-  item->claim_token = claim_token;
+  item->run = std::move(run);
   item->step_name = step_name;
-  item->value = value;
+  item->value = std::move(value);
   submit(item);
   if (item->error) std::rethrow_exception(item->error);
-  if (item->outcome == "stored" || item->outcome == "kept") return item->stored;
-  throw_outcome(item->outcome, run_id);
+  if (item->outcome == "stored" || item->outcome == "kept") return std::move(item->stored);
+  throw_outcome(item->outcome, item->run_id());
 }
 
-void Flusher::complete_task(const std::string& run_id, const std::string& claim_token,
-                            const Json& result) {
+void Flusher::complete_task(FlushRunPtr run, Json result) {
   auto item = std::make_shared<Item>();
-  item->run_id = run_id;
-  item->claim_token = claim_token;
-  item->value = result;
+  item->run = std::move(run);
+  item->value = std::move(result);
   submit(item);
   if (item->error) std::rethrow_exception(item->error);
-  if (item->outcome != "completed") throw_outcome(item->outcome, run_id);
+  if (item->outcome != "completed") throw_outcome(item->outcome, item->run_id());
 }
 
-void Flusher::complete_task_async(const std::string& run_id, const std::string& claim_token,
-                                  const Json& result,
+void Flusher::complete_task_async(FlushRunPtr run, Json result,
                                   std::function<void(std::exception_ptr)> on_done) {
   auto item = std::make_shared<Item>();
-  item->run_id = run_id;
-  item->claim_token = claim_token;
-  item->value = result;
+  item->run = std::move(run);
+  item->value = std::move(result);
   item->on_done = std::move(on_done);
   submit(item, false);
 }
@@ -207,7 +218,7 @@ void Flusher::run(std::size_t index) {
       std::exception_ptr error = item->error;
       if (!error && item->outcome != "completed") {
         try {
-          throw_outcome(item->outcome, item->run_id);
+          throw_outcome(item->outcome, item->run_id());
         } catch (...) {
           error = std::current_exception();
         }
@@ -220,7 +231,8 @@ void Flusher::run(std::size_t index) {
     }
     lock.lock();
     for (const ItemPtr& item : batch) {
-      in_flight_runs_.erase(in_flight_runs_.find(item->run_id));
+      const auto run = in_flight_runs_.find(item->run_id());
+      if (--run->second.items == 0) in_flight_runs_.erase(run);
       if (!item->on_done) --in_flight_waiting_;
     }
     recount_blocked();
@@ -251,7 +263,7 @@ void Flusher::run(std::size_t index) {
 }
 
 bool Flusher::takeable(const Item& item) const {
-  return in_flight_runs_.count(item.run_id) == 0;
+  return in_flight_runs_.count(item.run_id()) == 0;
 }
 
 bool Flusher::any_waiting_takeable() const {
@@ -271,23 +283,31 @@ void Flusher::recount_blocked() {
     if (!takeable(*item)) ++blocked_;
 }
 
+bool Flusher::same_key_in(const std::vector<ItemPtr>& batch, const Item& item) {
+  return std::any_of(batch.begin(), batch.end(),
+                     [&](const ItemPtr& taken) { return taken->same_key(item); });
+}
+
 std::vector<Flusher::ItemPtr> Flusher::take_batch() {
   std::vector<ItemPtr> batch;
-  std::set<std::string> keys;
+  const std::uint64_t this_batch = ++batches_;
   for (auto it = queue_.begin(); it != queue_.end() && batch.size() < options_.max_batch;) {
-    if (takeable(**it) && keys.insert((*it)->key()).second) {
-      batch.push_back(*it);
+    Item& item = **it;
+    // A run in flight in another flush waits for it; a run this batch took
+    // already can go along (a second runner's item of it), unless its key is
+    // taken (the same step twice, or a second completion).
+    const auto [run, fresh] = in_flight_runs_.try_emplace(item.run_id());
+    if (fresh || (run->second.batch == this_batch && !same_key_in(batch, item))) {
+      run->second.batch = this_batch;
+      ++run->second.items;
+      if (!item.on_done) {
+        ++in_flight_waiting_;
+        --waiting_queued_;
+      }
+      batch.push_back(std::move(*it));
       it = queue_.erase(it);
     } else {
-      ++it;  // the same key twice, or its run in another flush: it waits
-    }
-  }
-  // Marked after the loop: the batch itself may hold several items of one run.
-  for (const ItemPtr& item : batch) {
-    in_flight_runs_.insert(item->run_id);
-    if (!item->on_done) {
-      ++in_flight_waiting_;
-      --waiting_queued_;
+      ++it;
     }
   }
   recount_blocked();
@@ -314,17 +334,18 @@ std::unique_ptr<pqxx::connection> Flusher::open() {
 
 void Flusher::execute(std::unique_ptr<pqxx::connection>& connection,
                       const std::vector<ItemPtr>& batch) {
-  std::vector<sql::StepCheckpoint> steps;
-  std::vector<sql::TaskCompletion> completions;
+  // Steps and completions go out in the order of the batch; their outcomes
+  // come back in that order, the steps first.
+  sql::GroupCommit group;
   std::vector<Item*> step_items;
   std::vector<Item*> completion_items;
   for (const ItemPtr& item : batch) {
     item->error = nullptr;
     if (item->step) {
-      steps.push_back({item->run_id, item->claim_token, item->step_name, item->value});
+      group.add_step(item->run_id(), item->run->claim_token, item->step_name, item->value);
       step_items.push_back(item.get());
     } else {
-      completions.push_back({item->run_id, item->claim_token, item->value});
+      group.add_completion(item->run_id(), item->run->claim_token, item->value);
       completion_items.push_back(item.get());
     }
   }
@@ -332,25 +353,19 @@ void Flusher::execute(std::unique_ptr<pqxx::connection>& connection,
   // One statement, so no BEGIN and COMMIT round trips: it is its own
   // transaction, committed (or rolled back as a whole) when it returns.
   pqxx::nontransaction tx(*connection);
-  sql::StepsAndTasksOutcome out;
-  if (completions.empty())
-    out.steps = sql::complete_steps(tx, steps);
-  else if (steps.empty())
-    out.completions = sql::complete_tasks(tx, completions);
-  else
-    out = sql::complete_steps_and_tasks(tx, steps, completions);
-  if (out.steps.size() != steps.size())
+  sql::StepsAndTasksOutcome out = sql::commit(tx, group);
+  if (out.steps.size() != step_items.size())
     throw std::runtime_error("complete_steps returned " + std::to_string(out.steps.size()) +
-                             " rows for " + std::to_string(steps.size()) + " steps");
-  if (out.completions.size() != completions.size())
+                             " rows for " + std::to_string(step_items.size()) + " steps");
+  if (out.completions.size() != completion_items.size())
     throw std::runtime_error("complete_tasks returned " + std::to_string(out.completions.size()) +
-                             " rows for " + std::to_string(completions.size()) + " tasks");
-  for (std::size_t i = 0; i < steps.size(); ++i) {
-    step_items[i]->outcome = out.steps[i].outcome;
-    step_items[i]->stored = out.steps[i].value;
+                             " rows for " + std::to_string(completion_items.size()) + " tasks");
+  for (std::size_t i = 0; i < step_items.size(); ++i) {
+    step_items[i]->outcome = std::move(out.steps[i].outcome);
+    step_items[i]->stored = std::move(out.steps[i].value);
   }
-  for (std::size_t i = 0; i < completions.size(); ++i)
-    completion_items[i]->outcome = out.completions[i].outcome;
+  for (std::size_t i = 0; i < completion_items.size(); ++i)
+    completion_items[i]->outcome = std::move(out.completions[i].outcome);
 }
 
 void Flusher::flush(std::unique_ptr<pqxx::connection>& connection,

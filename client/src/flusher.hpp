@@ -19,14 +19,16 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include <pqxx/pqxx>
@@ -35,6 +37,18 @@
 #include "docket/logger.hpp"
 
 namespace docket::detail {
+
+// The run an item belongs to: its id and claim token, referenced by every item
+// of the run instead of copied into each (a runner hands in a pointer into
+// itself, which the items keep alive). The flusher holds it from submit until
+// the item's outcome is decided.
+struct FlushRun {
+  const std::string& run_id;
+  const std::string& claim_token;
+};
+using FlushRunPtr = std::shared_ptr<const FlushRun>;
+// A FlushRun owning copies of its strings, for callers without a runner.
+FlushRunPtr make_flush_run(std::string run_id, std::string claim_token);
 
 struct FlusherOptions {
   std::string conninfo;
@@ -69,17 +83,28 @@ class Flusher {
   // A step checkpoint: the stored value (for a step already stored: the first
   // value, which wins). Throws StaleFence, Cancelled, NotFound, Ambiguous, or
   // the server's typed error for this item.
+  Json store_step(FlushRunPtr run, const std::string& step_name, Json value);
   Json store_step(const std::string& run_id, const std::string& claim_token,
-                  const std::string& step_name, const Json& value);
+                  const std::string& step_name, const Json& value) {
+    return store_step(make_flush_run(run_id, claim_token), step_name, value);
+  }
   // A task completion: returns once committed. Throws as store_step does.
-  void complete_task(const std::string& run_id, const std::string& claim_token, const Json& result);
+  void complete_task(FlushRunPtr run, Json result);
+  void complete_task(const std::string& run_id, const std::string& claim_token,
+                     const Json& result) {
+    complete_task(make_flush_run(run_id, claim_token), result);
+  }
 
   // A task completion the caller does not wait for: `on_done` runs on the
   // flusher thread once the flush is decided, with null when the task was
   // completed, else the error complete_task would throw. Waits only while the
   // queue is full (backpressure); throws ConnectionLost once stopped.
+  void complete_task_async(FlushRunPtr run, Json result,
+                           std::function<void(std::exception_ptr)> on_done);
   void complete_task_async(const std::string& run_id, const std::string& claim_token,
-                           const Json& result, std::function<void(std::exception_ptr)> on_done);
+                           const Json& result, std::function<void(std::exception_ptr)> on_done) {
+    complete_task_async(make_flush_run(run_id, claim_token), result, std::move(on_done));
+  }
 
   // Test hooks: transactions committed (or attempted), the largest batch, and
   // the items queued now (not yet in a flush).
@@ -98,6 +123,8 @@ class Flusher {
   // Whether a queued item may go in a flush now: its run is in no flush in
   // flight (lock held).
   bool takeable(const Item& item) const;
+  // Whether the batch being taken has an item of the same key already.
+  static bool same_key_in(const std::vector<ItemPtr>& batch, const Item& item);
   std::size_t count_takeable() const;  // O(1): queue_ less blocked_
   // blocked_ from scratch, after the runs in flight changed (lock held).
   void recount_blocked();
@@ -117,7 +144,16 @@ class Flusher {
   std::condition_variable work_;   // the flush threads: items queued or decided, or stop
   std::condition_variable space_;  // submitters: room in the queue
   std::deque<ItemPtr> queue_;
-  std::multiset<std::string> in_flight_runs_;  // runs of the flushes in flight
+  // The runs of the flushes in flight, by run id (a view of the run id of one
+  // of its items in flight, which all belong to one flush and live until it
+  // is decided): how many of their items are in flight, and the batch that
+  // took them (batches_ when taken).
+  struct InFlight {
+    std::size_t items = 0;
+    std::uint64_t batch = 0;
+  };
+  std::unordered_map<std::string_view, InFlight> in_flight_runs_;
+  std::uint64_t batches_ = 0;
   std::size_t blocked_ = 0;                    // queued items whose run is in flight
   std::size_t waiting_queued_ = 0;             // queued items whose submitter waits
   std::size_t in_flight_waiting_ = 0;          // their items whose submitter waits

@@ -109,8 +109,13 @@ void Runner::give_back_slot() noexcept {
   release_slot();
 }
 
+FlushRunPtr Runner::flush_run() {
+  // Shares this runner's ownership: its items keep it (and the strings) alive.
+  return FlushRunPtr(shared_from_this(), &flush_run_);
+}
+
 Json Runner::store_step(const std::string& step_name, const Json& value) {
-  return pool_->flusher.store_step(task_.run_id, task_.claim_token, step_name, value);
+  return pool_->flusher.store_step(flush_run(), step_name, value);
 }
 
 void Runner::run() noexcept {
@@ -134,7 +139,8 @@ void Runner::execute() {
   }
 
   // claim_tasks returned the completed steps under this claim: no round trip.
-  std::map<std::string, Json> steps = task_.steps;
+  // The context keeps them from here on (nothing else reads task_.steps).
+  std::map<std::string, Json> steps = std::move(task_.steps);
   {
     const std::lock_guard<std::mutex> lock(context_mutex_);
     context_ = std::make_unique<Context>(*this, task_, std::move(steps));
@@ -212,7 +218,7 @@ TaskEnd::Outcome Runner::run_handler(const Handler& handler, Context& context) {
     return on_signal(*signalled);
   if (invalidated_.load()) return on_signal(ControlSignal::Kind::invalidated);
   if (failure) return finalize_failure(*failure, retry);
-  return finalize_success(result);
+  return finalize_success(std::move(result));
 }
 
 TaskEnd::Outcome Runner::on_signal(ControlSignal::Kind kind) {
@@ -279,14 +285,14 @@ TaskEnd::Outcome Runner::finalize(const char* outcome, const std::function<void(
   return TaskEnd::Outcome::lost;
 }
 
-TaskEnd::Outcome Runner::finalize_success(const Json& result) {
+TaskEnd::Outcome Runner::finalize_success(Json result) {
   // Group-committed with other runners' completions. The runner thread does not
   // wait for the flush: it goes on with the next claim, and the outcome comes
   // back to this runner (kept alive by the callback) on the flusher thread.
   std::shared_ptr<Runner> self = shared_from_this();
   return finalize("completion", [&] {
     pool_->flusher.complete_task_async(
-        task_.run_id, task_.claim_token, result,
+        flush_run(), std::move(result),
         [self](const std::exception_ptr& error) { self->on_completed(error); });
   });
 }

@@ -74,7 +74,7 @@ class Runner final : public ContextBackend, public std::enable_shared_from_this<
   template <typename Fn>
   void call_hook(const char* name, Fn&& fn) noexcept;
   void defer();
-  TaskEnd::Outcome finalize_success(const Json& result);
+  TaskEnd::Outcome finalize_success(Json result);
   // The flusher decided this runner's completion (null error: completed).
   void on_completed(const std::exception_ptr& error) noexcept;
   // retry = false (the handler threw PermanentError): failed for good.
@@ -87,10 +87,15 @@ class Runner final : public ContextBackend, public std::enable_shared_from_this<
   TaskEnd::Outcome on_signal(ControlSignal::Kind kind);
   // Gives the slot back if this runner still holds it; true when it did.
   bool release_slot() noexcept;
+  // flush_run_, as the flusher's items hold it.
+  FlushRunPtr flush_run();
   std::string describe() const;
 
   const std::shared_ptr<PoolShared> pool_;
-  const sql::ClaimedTask task_;
+  // Not const only for its steps, which execute() moves into the context;
+  // other threads read the rest (task()).
+  sql::ClaimedTask task_;
+  const FlushRun flush_run_{task_.run_id, task_.claim_token};  // this run, for the flusher
 
   std::mutex context_mutex_;          // publishes context_ to stop()
   std::unique_ptr<Context> context_;  // written by the runner thread under the mutex

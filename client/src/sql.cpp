@@ -2,6 +2,8 @@
 // and nowhere else.
 #include "docket/sql.hpp"
 
+#include <string_view>
+
 #include "docket/errors.hpp"
 
 namespace docket::sql {
@@ -113,20 +115,16 @@ std::optional<Json> optional_json(const pqxx::result& result) {
   return Json::parse(result[0][0].c_str());
 }
 
-// A PostgreSQL array literal of the (non-NULL) elements, each quoted.
-std::string array_literal(const std::vector<std::string>& elements) {
-  std::string out = "{";
-  for (std::size_t i = 0; i < elements.size(); ++i) {
-    if (i > 0) out += ',';
-    out += '"';
-    for (const char c : elements[i]) {
-      if (c == '"' || c == '\\') out += '\\';
-      out += c;
-    }
-    out += '"';
+// Appends one quoted element to an array literal being built ("{" so far, or
+// "{...,..." with earlier elements; the caller closes it with '}').
+void append_element(std::string& literal, std::string_view element) {
+  if (literal.size() > 1) literal += ',';
+  literal += '"';
+  for (const char c : element) {
+    if (c == '"' || c == '\\') literal += '\\';
+    literal += c;
   }
-  out += '}';
-  return out;
+  literal += '"';
 }
 
 const char* or_null(const std::optional<std::string>& value) {
@@ -395,36 +393,33 @@ Json complete_step(pqxx::transaction_base& tx, const std::string& run_id, const 
       tx.exec_prepared1("docket_complete_step", run_id, token, step_name, value.dump())[0]);
 }
 
-namespace {
-
-// The array parameters of complete_steps (run ids, tokens, names, values).
-struct StepArrays {
-  std::string run_ids, tokens, names, values;
-};
-StepArrays step_arrays(const std::vector<StepCheckpoint>& steps) {
-  std::vector<std::string> run_ids, tokens, names, values;
-  for (const StepCheckpoint& step : steps) {
-    run_ids.push_back(step.run_id);
-    tokens.push_back(step.claim_token);
-    names.push_back(step.step_name);
-    values.push_back(step.value.dump());
-  }
-  return {array_literal(run_ids), array_literal(tokens), array_literal(names),
-          array_literal(values)};
+GroupCommit::GroupCommit() {
+  for (std::string* literal : {&step_runs_, &step_tokens_, &step_names_, &step_values_,
+                               &task_runs_, &task_tokens_, &task_results_})
+    *literal = "{";
 }
 
-// The array parameters of complete_tasks (run ids, tokens, results).
-struct CompletionArrays {
-  std::string run_ids, tokens, results;
-};
-CompletionArrays completion_arrays(const std::vector<TaskCompletion>& completions) {
-  std::vector<std::string> run_ids, tokens, results;
-  for (const TaskCompletion& completion : completions) {
-    run_ids.push_back(completion.run_id);
-    tokens.push_back(completion.claim_token);
-    results.push_back(completion.result.dump());  // JSON null for a null result
-  }
-  return {array_literal(run_ids), array_literal(tokens), array_literal(results)};
+void GroupCommit::add_step(const std::string& run_id, const std::string& claim_token,
+                           const std::string& step_name, const Json& value) {
+  append_element(step_runs_, run_id);
+  append_element(step_tokens_, claim_token);
+  append_element(step_names_, step_name);
+  append_element(step_values_, value.dump());
+  ++steps_;
+}
+
+void GroupCommit::add_completion(const std::string& run_id, const std::string& claim_token,
+                                 const Json& result) {
+  append_element(task_runs_, run_id);
+  append_element(task_tokens_, claim_token);
+  append_element(task_results_, result.dump());  // JSON null for a null result
+  ++completions_;
+}
+
+namespace {
+
+std::string closed(const std::string& literal) {
+  return literal + '}';
 }
 
 // A complete_steps row from column `at` on: run_id, step_name, outcome, value.
@@ -439,42 +434,62 @@ StepOutcome step_outcome(const pqxx::row& row, pqxx::row::size_type at) {
 
 }  // namespace
 
+StepsAndTasksOutcome commit(pqxx::transaction_base& tx, const GroupCommit& batch) {
+  StepsAndTasksOutcome out;
+  if (batch.steps_ == 0 && batch.completions_ == 0) return out;
+  out.steps.reserve(batch.steps_);
+  out.completions.reserve(batch.completions_);
+  if (batch.completions_ == 0) {
+    for (const pqxx::row& row :
+         tx.exec_prepared("docket_complete_steps", closed(batch.step_runs_),
+                          closed(batch.step_tokens_), closed(batch.step_names_),
+                          closed(batch.step_values_)))
+      out.steps.push_back(step_outcome(row, 0));
+  } else if (batch.steps_ == 0) {
+    for (const pqxx::row& row :
+         tx.exec_prepared("docket_complete_tasks", closed(batch.task_runs_),
+                          closed(batch.task_tokens_), closed(batch.task_results_)))
+      out.completions.push_back(CompletionOutcome{row[0].as<std::string>(), row[1].as<std::string>()});
+  } else {
+    for (const pqxx::row& row : tx.exec_prepared(
+             "docket_complete_steps_and_tasks", closed(batch.step_runs_),
+             closed(batch.step_tokens_), closed(batch.step_names_), closed(batch.step_values_),
+             closed(batch.task_runs_), closed(batch.task_tokens_), closed(batch.task_results_))) {
+      if (row[0].as<bool>())
+        out.steps.push_back(step_outcome(row, 1));
+      else
+        out.completions.push_back(
+            CompletionOutcome{row[1].as<std::string>(), row[3].as<std::string>()});
+    }
+  }
+  return out;
+}
+
 std::vector<StepOutcome> complete_steps(pqxx::transaction_base& tx,
                                         const std::vector<StepCheckpoint>& steps) {
-  const StepArrays a = step_arrays(steps);
-  const pqxx::result r =
-      tx.exec_prepared("docket_complete_steps", a.run_ids, a.tokens, a.names, a.values);
-  std::vector<StepOutcome> out;
-  for (const pqxx::row& row : r) out.push_back(step_outcome(row, 0));
-  return out;
+  GroupCommit batch;
+  for (const StepCheckpoint& step : steps)
+    batch.add_step(step.run_id, step.claim_token, step.step_name, step.value);
+  return commit(tx, batch).steps;
 }
 
 std::vector<CompletionOutcome> complete_tasks(pqxx::transaction_base& tx,
                                               const std::vector<TaskCompletion>& completions) {
-  const CompletionArrays a = completion_arrays(completions);
-  const pqxx::result r = tx.exec_prepared("docket_complete_tasks", a.run_ids, a.tokens, a.results);
-  std::vector<CompletionOutcome> out;
-  for (const pqxx::row& row : r)
-    out.push_back(CompletionOutcome{row[0].as<std::string>(), row[1].as<std::string>()});
-  return out;
+  GroupCommit batch;
+  for (const TaskCompletion& completion : completions)
+    batch.add_completion(completion.run_id, completion.claim_token, completion.result);
+  return commit(tx, batch).completions;
 }
 
 StepsAndTasksOutcome complete_steps_and_tasks(pqxx::transaction_base& tx,
                                               const std::vector<StepCheckpoint>& steps,
                                               const std::vector<TaskCompletion>& completions) {
-  const StepArrays s = step_arrays(steps);
-  const CompletionArrays c = completion_arrays(completions);
-  const pqxx::result r = tx.exec_prepared("docket_complete_steps_and_tasks", s.run_ids, s.tokens,
-                                          s.names, s.values, c.run_ids, c.tokens, c.results);
-  StepsAndTasksOutcome out;
-  for (const pqxx::row& row : r) {
-    if (row[0].as<bool>())
-      out.steps.push_back(step_outcome(row, 1));
-    else
-      out.completions.push_back(
-          CompletionOutcome{row[1].as<std::string>(), row[3].as<std::string>()});
-  }
-  return out;
+  GroupCommit batch;
+  for (const StepCheckpoint& step : steps)
+    batch.add_step(step.run_id, step.claim_token, step.step_name, step.value);
+  for (const TaskCompletion& completion : completions)
+    batch.add_completion(completion.run_id, completion.claim_token, completion.result);
+  return commit(tx, batch);
 }
 
 void heartbeat(pqxx::transaction_base& tx, const std::string& run_id, const std::string& token) {

@@ -42,7 +42,8 @@ class ContextBackend;  // the runner's connection and watchdog hooks (internal)
 
 class Context {
  public:
-  Context(ContextBackend& backend, sql::ClaimedTask task, std::map<std::string, Json> steps);
+  // `task` is the runner's claim, which outlives the context (not copied).
+  Context(ContextBackend& backend, const sql::ClaimedTask& task, std::map<std::string, Json> steps);
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
 
@@ -128,7 +129,7 @@ class Context {
   const std::string& owner_scope();
 
   ContextBackend& backend_;
-  sql::ClaimedTask task_;
+  const sql::ClaimedTask& task_;
   std::map<std::string, Json> steps_;
   std::map<std::string, int> occurrences_;
   std::optional<std::string> owner_scope_;

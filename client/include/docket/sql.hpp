@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -167,6 +168,28 @@ struct StepsAndTasksOutcome {
 StepsAndTasksOutcome complete_steps_and_tasks(pqxx::transaction_base& tx,
                                               const std::vector<StepCheckpoint>& steps,
                                               const std::vector<TaskCompletion>& completions);
+// The arguments of one such call, built item by item without a copy of any
+// item (the WorkerPool's flusher builds its group commits so): commit() sends
+// the steps and completions added in one statement, with one outcome each in
+// the order they were added (as complete_steps_and_tasks does; the one call
+// that has items when the other has none; nothing at all when both are empty).
+class GroupCommit {
+ public:
+  GroupCommit();
+  void add_step(const std::string& run_id, const std::string& claim_token,
+                const std::string& step_name, const Json& value);
+  void add_completion(const std::string& run_id, const std::string& claim_token,
+                      const Json& result);
+
+ private:
+  friend StepsAndTasksOutcome commit(pqxx::transaction_base& tx, const GroupCommit& batch);
+  // Array literals being built: "{" and the elements so far, not closed.
+  std::string step_runs_, step_tokens_, step_names_, step_values_;
+  std::string task_runs_, task_tokens_, task_results_;
+  std::size_t steps_ = 0;
+  std::size_t completions_ = 0;
+};
+StepsAndTasksOutcome commit(pqxx::transaction_base& tx, const GroupCommit& batch);
 void heartbeat(pqxx::transaction_base& tx, const std::string& run_id, const std::string& token);
 // heartbeat(run_id, token, extend_ms): the claim does not expire before now + extend.
 void heartbeat(pqxx::transaction_base& tx, const std::string& run_id, const std::string& token,
