@@ -235,7 +235,8 @@ void Flusher::run(std::size_t index) {
       if (--run->second.items == 0) in_flight_runs_.erase(run);
       if (!item->on_done) --in_flight_waiting_;
     }
-    recount_blocked();
+    // Only blocked items can have become takeable (usually there are none).
+    if (blocked_ > 0) recount_blocked();
     --flushing_;
     ++flushes_;
     largest_batch_ = std::max(largest_batch_, batch.size());
@@ -291,7 +292,12 @@ bool Flusher::same_key_in(const std::vector<ItemPtr>& batch, const Item& item) {
 std::vector<Flusher::ItemPtr> Flusher::take_batch() {
   std::vector<ItemPtr> batch;
   const std::uint64_t this_batch = ++batches_;
-  for (auto it = queue_.begin(); it != queue_.end() && batch.size() < options_.max_batch;) {
+  // Every item the loop looks at and leaves is blocked: its run is in flight,
+  // in another flush or in this one. The items after a full batch are counted
+  // apart.
+  blocked_ = 0;
+  auto it = queue_.begin();
+  for (; it != queue_.end() && batch.size() < options_.max_batch;) {
     Item& item = **it;
     // A run in flight in another flush waits for it; a run this batch took
     // already can go along (a second runner's item of it), unless its key is
@@ -307,10 +313,12 @@ std::vector<Flusher::ItemPtr> Flusher::take_batch() {
       batch.push_back(std::move(*it));
       it = queue_.erase(it);
     } else {
+      ++blocked_;
       ++it;
     }
   }
-  recount_blocked();
+  for (; it != queue_.end(); ++it)
+    if (!takeable(**it)) ++blocked_;
   return batch;
 }
 
