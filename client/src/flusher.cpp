@@ -166,12 +166,15 @@ void Flusher::submit(const ItemPtr& item, bool wait) {
   // waited item while a thread holds completions back for want of one (not
   // every waited item: each wake-up costs two thread switches).
   const std::size_t ready = count_takeable();
-  if (ready == 1 || ready >= options_.max_batch ||
+  const bool wake =
+      ready == 1 || ready >= options_.max_batch ||
       (wait && holding_completions_ > 0 && takeable(*item)) ||
-      (options_.producers && static_cast<long>(ready + in_flight_waiting_) >= options_.producers()))
-    work_.notify_all();
-  if (!wait) return;
+      (options_.producers && static_cast<long>(ready + in_flight_waiting_) >= options_.producers());
+  // Notified after the lock is let go: a flush thread woken under it would
+  // first block on it.
   lock.unlock();
+  if (wake) work_.notify_all();
+  if (!wait) return;
   std::unique_lock<std::mutex> own(item->decided_mutex);
   wait_for(own, item->decided, item->parked, [&] { return item->done; });
 }
@@ -208,8 +211,8 @@ void Flusher::run(std::size_t index) {
     const std::vector<ItemPtr> batch = take_batch();
     if (batch.empty()) continue;  // another flush thread took them
     ++flushing_;
-    space_.notify_all();
     lock.unlock();
+    space_.notify_all();
     const auto began = std::chrono::steady_clock::now();
     flush(connection, batch);
     if (options_.observe) options_.observe(batch.size(), std::chrono::steady_clock::now() - began);
@@ -240,10 +243,10 @@ void Flusher::run(std::size_t index) {
     --flushing_;
     ++flushes_;
     largest_batch_ = std::max(largest_batch_, batch.size());
+    lock.unlock();
     work_.notify_all();  // items of these runs may go now; fewer producers are waiting
     // Each waiting submitter is woken on its own item's mutex, after this
     // flush's bookkeeping and outside the flusher's lock.
-    lock.unlock();
     for (const ItemPtr& item : batch) {
       if (item->on_done) continue;
       {
