@@ -154,11 +154,11 @@ class Flusher {
   };
   std::unordered_map<std::string_view, InFlight> in_flight_runs_;
   std::uint64_t batches_ = 0;
-  std::size_t blocked_ = 0;                    // queued items whose run is in flight
-  std::size_t waiting_queued_ = 0;             // queued items whose submitter waits
-  std::size_t in_flight_waiting_ = 0;          // their items whose submitter waits
-  std::size_t flushing_ = 0;                   // flushes in flight
-  std::size_t holding_completions_ = 0;        // threads waiting for a waited item
+  std::size_t blocked_ = 0;              // queued items whose run is in flight
+  std::size_t waiting_queued_ = 0;       // queued items whose submitter waits
+  std::size_t in_flight_waiting_ = 0;    // their items whose submitter waits
+  std::size_t flushing_ = 0;             // flushes in flight
+  std::size_t holding_completions_ = 0;  // threads waiting for a waited item
   std::size_t live_threads_ = 0;
   bool stopping_ = false;
   bool closed_ = false;

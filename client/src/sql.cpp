@@ -398,8 +398,8 @@ Json complete_step(pqxx::transaction_base& tx, const std::string& run_id, const 
 }
 
 GroupCommit::GroupCommit() {
-  for (std::string* literal : {&step_runs_, &step_tokens_, &step_names_, &step_values_,
-                               &task_runs_, &task_tokens_, &task_results_})
+  for (std::string* literal : {&step_runs_, &step_tokens_, &step_names_, &step_values_, &task_runs_,
+                               &task_tokens_, &task_results_})
     *literal = "{";
 }
 
@@ -444,16 +444,16 @@ StepsAndTasksOutcome commit(pqxx::transaction_base& tx, const GroupCommit& batch
   out.steps.reserve(batch.steps_);
   out.completions.reserve(batch.completions_);
   if (batch.completions_ == 0) {
-    for (const pqxx::row& row :
-         tx.exec_prepared("docket_complete_steps", closed(batch.step_runs_),
-                          closed(batch.step_tokens_), closed(batch.step_names_),
-                          closed(batch.step_values_)))
+    for (const pqxx::row& row : tx.exec_prepared(
+             "docket_complete_steps", closed(batch.step_runs_), closed(batch.step_tokens_),
+             closed(batch.step_names_), closed(batch.step_values_)))
       out.steps.push_back(step_outcome(row, 0));
   } else if (batch.steps_ == 0) {
     for (const pqxx::row& row :
          tx.exec_prepared("docket_complete_tasks", closed(batch.task_runs_),
                           closed(batch.task_tokens_), closed(batch.task_results_)))
-      out.completions.push_back(CompletionOutcome{row[0].as<std::string>(), row[1].as<std::string>()});
+      out.completions.push_back(
+          CompletionOutcome{row[0].as<std::string>(), row[1].as<std::string>()});
   } else {
     for (const pqxx::row& row : tx.exec_prepared(
              "docket_complete_steps_and_tasks", closed(batch.step_runs_),

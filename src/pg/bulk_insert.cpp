@@ -19,6 +19,7 @@ extern "C" {
 }
 
 #include "pg/boundary.hpp"
+#include "pg/catalog.hpp"
 
 namespace docket::pg {
 
@@ -55,8 +56,7 @@ bool bulk_insert(const char* table, const std::vector<BulkColumn>& columns, std:
   // PostgreSQL calls only from here on (pg::call): plain loops over the
   // caller's columns, no C++ object is made.
   return call([&]() -> bool {
-    const Oid relid = get_relname_relid(table, get_namespace_oid("docket", false));
-    if (!OidIsValid(relid)) elog(ERROR, "docket: table docket.%s is missing", table);
+    const Oid relid = docket_table(table);
     Relation rel = table_open(relid, RowExclusiveLock);
     const TupleDesc desc = RelationGetDescr(rel);
     auto* attno = static_cast<AttrNumber*>(palloc(sizeof(AttrNumber) * (ncols > 0 ? ncols : 1)));

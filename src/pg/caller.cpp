@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "pg/boundary.hpp"
+#include "pg/catalog.hpp"
 
 extern "C" {
 #include "access/heapam.h"
@@ -88,8 +89,7 @@ std::optional<std::vector<std::string>> bound_tenants() {
   // unbinding counts from its commit on, whatever the caller's isolation level.
   const Found found = call([&] {
     Found f{nullptr, 0};
-    const Oid relid = get_relname_relid("tenant_bindings", get_namespace_oid("docket", false));
-    if (!OidIsValid(relid)) elog(ERROR, "docket.tenant_bindings does not exist");
+    const Oid relid = docket_table("tenant_bindings");
     Relation rel = table_open(relid, AccessShareLock);
     Snapshot snapshot = RegisterSnapshot(GetLatestSnapshot());
     TableScanDesc scan = table_beginscan(rel, snapshot, 0, nullptr);

@@ -1,6 +1,7 @@
 // refresh_claim and release_claim: keeping or handing back a claim under its
 // exact token.
 #include "core/fence.hpp"
+#include "pg/catalog.hpp"
 #include "pg/datum.hpp"
 #include "pg/input_limits.hpp"
 #include "pg/notify.hpp"
@@ -40,8 +41,7 @@ bool runs_renewable() {
   static bool renewable = false;
   if (!renewable) {
     renewable = call([] {
-      const Oid schema = get_namespace_oid("docket", true);
-      const Oid runs = OidIsValid(schema) ? get_relname_relid("runs", schema) : InvalidOid;
+      const Oid runs = docket_table("runs", true);
       return OidIsValid(runs) && get_attnum(runs, "claim_renewed_at") != InvalidAttrNumber;
     });
   }

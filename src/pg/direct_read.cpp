@@ -3,13 +3,14 @@
 
 #include <cstring>
 
+#include "pg/catalog.hpp"
 #include "pg/settings.hpp"
 
 namespace docket::pg {
 
 Relation open_for_direct_read(const char* table) {
   if (!settings::direct_writes()) return nullptr;
-  const Oid relid = get_relname_relid(table, get_namespace_oid("docket", false));
+  const Oid relid = docket_table(table, true);
   if (!OidIsValid(relid) || pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
     return nullptr;
   Relation rel = table_open(relid, AccessShareLock);

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "core/run.hpp"
+#include "pg/catalog.hpp"
 #include "pg/settings.hpp"
 
 namespace docket::pg {
@@ -127,13 +128,6 @@ void invalidate(Datum /*arg*/, Oid relid) {
     if (cache.indexes[i].oid == relid) cache.valid = false;
 }
 
-Oid runs_relid() {
-  const Oid schema = get_namespace_oid("docket", false);
-  const Oid relid = get_relname_relid("runs", schema);
-  if (!OidIsValid(relid)) elog(ERROR, "docket: table docket.runs not found");
-  return relid;
-}
-
 AttrNumber find_column(Relation rel, const ColumnSpec& spec) {
   const TupleDesc desc = RelationGetDescr(rel);
   for (int i = 0; i < desc->natts; ++i) {
@@ -241,11 +235,11 @@ Relation open_runs() {
     CacheRegisterRelcacheCallback(invalidate, PointerGetDatum(nullptr));
     cache.callback_registered = true;
   }
-  if (!cache.valid) cache.relid = runs_relid();
+  if (!cache.valid) cache.relid = docket_table("runs");
   Relation rel = try_table_open(cache.relid, RowExclusiveLock);
   if (rel == nullptr) {  // dropped since: the extension was made again
     cache.valid = false;
-    cache.relid = runs_relid();
+    cache.relid = docket_table("runs");
     rel = table_open(cache.relid, RowExclusiveLock);
   }
   // The lock taken, every invalidation sent before it has been processed.

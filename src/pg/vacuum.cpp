@@ -7,6 +7,7 @@
 
 #include "core/vacuum.hpp"
 #include "pg/boundary.hpp"
+#include "pg/catalog.hpp"
 #include "pg/settings.hpp"
 
 namespace docket::pg {
@@ -77,8 +78,7 @@ void start_worker(Oid relid, Oid owner, std::int64_t vacuums) {
 
 void look() {
   if (own_worker_alive()) return;
-  const Oid schema = get_namespace_oid("docket", true);
-  const Oid relid = OidIsValid(schema) ? get_relname_relid("runs", schema) : InvalidOid;
+  const Oid relid = docket_table("runs", true);
   if (!OidIsValid(relid)) return;
 
   VacuumFacts facts;
