@@ -298,6 +298,40 @@ TEST_F(GroupCommitTest, AsyncCompletionsReportTheirOwnOutcome) {
   EXPECT_EQ(state(tasks[1].run_id), "cancelled");
 }
 
+// complete_tasks takes a run once per call (22023 otherwise): a second
+// completion of a run (as a stale runner of it could hand in beside the
+// current one) does not go in the same flush, but in the next, once the first
+// is decided.
+TEST_F(GroupCommitTest, ASecondCompletionOfARunGoesInTheNextFlush) {
+  spawn();
+  std::vector<sql::ClaimedTask> tasks = claim(1);
+  ASSERT_EQ(tasks.size(), 1u);
+  const std::string other_token = "00000000-0000-4000-8000-000000000001";
+  auto f = flusher(2);
+  std::atomic<int> completed{0};
+  std::atomic<int> stale{0};
+  const auto on_done = [&](std::exception_ptr error) {
+    if (!error) {
+      ++completed;
+      return;
+    }
+    try {
+      std::rethrow_exception(error);
+    } catch (const StaleFence&) {
+      ++stale;
+    } catch (...) {
+    }
+  };
+  f->complete_task_async(tasks[0].run_id, tasks[0].claim_token, Json("current"), on_done);
+  f->complete_task_async(tasks[0].run_id, other_token, Json("stale"), on_done);
+  f->stop();
+  EXPECT_EQ(f->flushes(), 2u);
+  EXPECT_EQ(f->largest_batch(), 1u);
+  EXPECT_EQ(completed.load(), 1);
+  EXPECT_EQ(stale.load(), 1);
+  EXPECT_EQ(result(tasks[0].run_id).value("result", Json()), Json("current"));
+}
+
 TEST_F(GroupCommitTest, AStepIsVisibleToOthersOnceStoreStepReturns) {
   spawn();
   std::vector<sql::ClaimedTask> tasks = claim(1);
