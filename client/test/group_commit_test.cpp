@@ -5,6 +5,7 @@
 // flusher's `producers` hint and a long max_delay, never by sleeping.
 #include <atomic>
 #include <chrono>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <string>
@@ -93,6 +94,33 @@ class GroupCommitTest : public ::testing::Test {
   std::string queue_;
   std::unique_ptr<pqxx::connection> connection_;
   std::unique_ptr<Client> client_;
+};
+
+// The outcomes of asynchronous completions (Flusher::complete_task_async),
+// counted by kind.
+struct AsyncOutcomes {
+  std::atomic<int> completed{0};
+  std::atomic<int> cancelled{0};
+  std::atomic<int> stale{0};
+  std::atomic<int> other{0};
+
+  std::function<void(std::exception_ptr)> callback() {
+    return [this](const std::exception_ptr& error) {
+      if (!error) {
+        ++completed;
+        return;
+      }
+      try {
+        std::rethrow_exception(error);
+      } catch (const Cancelled&) {
+        ++cancelled;
+      } catch (const StaleFence&) {
+        ++stale;
+      } catch (...) {
+        ++other;
+      }
+    };
+  }
 };
 
 // Runs every call on its own thread (each blocks until its flush is
@@ -271,29 +299,14 @@ TEST_F(GroupCommitTest, AsyncCompletionsReportTheirOwnOutcome) {
   ASSERT_EQ(tasks.size(), 2u);
   EXPECT_TRUE(client_->cancel("system", tasks[1].run_id, std::string("test")));
   auto f = flusher(2);
-  std::atomic<int> completed{0};
-  std::atomic<int> cancelled{0};
-  std::atomic<int> other{0};
-  const auto on_done = [&](std::exception_ptr error) {
-    if (!error) {
-      ++completed;
-      return;
-    }
-    try {
-      std::rethrow_exception(error);
-    } catch (const Cancelled&) {
-      ++cancelled;
-    } catch (...) {
-      ++other;
-    }
-  };
-  f->complete_task_async(tasks[0].run_id, tasks[0].claim_token, Json(1), on_done);
-  f->complete_task_async(tasks[1].run_id, tasks[1].claim_token, Json(2), on_done);
+  AsyncOutcomes outcomes;
+  f->complete_task_async(tasks[0].run_id, tasks[0].claim_token, Json(1), outcomes.callback());
+  f->complete_task_async(tasks[1].run_id, tasks[1].claim_token, Json(2), outcomes.callback());
   f->stop();  // returns once everything handed in was flushed
   EXPECT_EQ(f->flushes(), 1u);
-  EXPECT_EQ(completed.load(), 1);
-  EXPECT_EQ(cancelled.load(), 1);
-  EXPECT_EQ(other.load(), 0);
+  EXPECT_EQ(outcomes.completed.load(), 1);
+  EXPECT_EQ(outcomes.cancelled.load(), 1);
+  EXPECT_EQ(outcomes.other.load(), 0);
   EXPECT_EQ(state(tasks[0].run_id), "completed");
   EXPECT_EQ(state(tasks[1].run_id), "cancelled");
 }
@@ -308,27 +321,16 @@ TEST_F(GroupCommitTest, ASecondCompletionOfARunGoesInTheNextFlush) {
   ASSERT_EQ(tasks.size(), 1u);
   const std::string other_token = "00000000-0000-4000-8000-000000000001";
   auto f = flusher(2);
-  std::atomic<int> completed{0};
-  std::atomic<int> stale{0};
-  const auto on_done = [&](std::exception_ptr error) {
-    if (!error) {
-      ++completed;
-      return;
-    }
-    try {
-      std::rethrow_exception(error);
-    } catch (const StaleFence&) {
-      ++stale;
-    } catch (...) {
-    }
-  };
-  f->complete_task_async(tasks[0].run_id, tasks[0].claim_token, Json("current"), on_done);
-  f->complete_task_async(tasks[0].run_id, other_token, Json("stale"), on_done);
+  AsyncOutcomes outcomes;
+  f->complete_task_async(tasks[0].run_id, tasks[0].claim_token, Json("current"),
+                         outcomes.callback());
+  f->complete_task_async(tasks[0].run_id, other_token, Json("stale"), outcomes.callback());
   f->stop();
   EXPECT_EQ(f->flushes(), 2u);
   EXPECT_EQ(f->largest_batch(), 1u);
-  EXPECT_EQ(completed.load(), 1);
-  EXPECT_EQ(stale.load(), 1);
+  EXPECT_EQ(outcomes.completed.load(), 1);
+  EXPECT_EQ(outcomes.stale.load(), 1);
+  EXPECT_EQ(outcomes.other.load(), 0);
   EXPECT_EQ(result(tasks[0].run_id).value("result", Json()), Json("current"));
 }
 
