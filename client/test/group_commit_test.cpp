@@ -334,6 +334,33 @@ TEST_F(GroupCommitTest, ASecondCompletionOfARunGoesInTheNextFlush) {
   EXPECT_EQ(result(tasks[0].run_id).value("result", Json()), Json("current"));
 }
 
+// The group commit sends its items as array literals: a step name, a value
+// and a result holding the literal's own syntax (quotes, backslashes, commas,
+// braces, "NULL") arrive as they were handed in.
+TEST_F(GroupCommitTest, NamesAndValuesKeepTheArrayLiteralsSyntax) {
+  for (int i = 0; i < 2; ++i) spawn();
+  std::vector<sql::ClaimedTask> tasks = claim(2);
+  ASSERT_EQ(tasks.size(), 2u);
+  const std::string name = "a \"b\", {c}\\d";
+  const Json value{{"text", "say \"hi\", {x} \\ NULL"}, {"list", {1, "}", "{"}}};
+  const Json result = Json::array({"NULL", "\\", "\"", ",", "\u00e9"});
+  auto f = flusher(2);
+  Json stored;
+  in_parallel({
+      [&] { stored = f->store_step(tasks[0].run_id, tasks[0].claim_token, name, value); },
+      [&] { f->complete_task(tasks[1].run_id, tasks[1].claim_token, result); },
+  });
+  EXPECT_EQ(f->flushes(), 1u);  // one statement carried both
+  EXPECT_EQ(stored, value);
+  pqxx::work tx(*connection_);
+  const pqxx::row step = tx.exec_params1(
+      "SELECT step_name, value::text FROM docket.task_steps WHERE run_id = $1", tasks[0].run_id);
+  EXPECT_EQ(step[0].as<std::string>(), name);
+  EXPECT_EQ(Json::parse(step[1].as<std::string>()), value);
+  tx.commit();
+  EXPECT_EQ(this->result(tasks[1].run_id).value("result", Json()), result);
+}
+
 TEST_F(GroupCommitTest, AStepIsVisibleToOthersOnceStoreStepReturns) {
   spawn();
   std::vector<sql::ClaimedTask> tasks = claim(1);
