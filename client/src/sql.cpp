@@ -469,22 +469,6 @@ StepsAndTasksOutcome commit(pqxx::transaction_base& tx, const GroupCommit& batch
   return out;
 }
 
-std::vector<StepOutcome> complete_steps(pqxx::transaction_base& tx,
-                                        const std::vector<StepCheckpoint>& steps) {
-  GroupCommit batch;
-  for (const StepCheckpoint& step : steps)
-    batch.add_step(step.run_id, step.claim_token, step.step_name, step.value);
-  return commit(tx, batch).steps;
-}
-
-std::vector<CompletionOutcome> complete_tasks(pqxx::transaction_base& tx,
-                                              const std::vector<TaskCompletion>& completions) {
-  GroupCommit batch;
-  for (const TaskCompletion& completion : completions)
-    batch.add_completion(completion.run_id, completion.claim_token, completion.result);
-  return commit(tx, batch).completions;
-}
-
 StepsAndTasksOutcome complete_steps_and_tasks(pqxx::transaction_base& tx,
                                               const std::vector<StepCheckpoint>& steps,
                                               const std::vector<TaskCompletion>& completions) {
@@ -494,6 +478,16 @@ StepsAndTasksOutcome complete_steps_and_tasks(pqxx::transaction_base& tx,
   for (const TaskCompletion& completion : completions)
     batch.add_completion(completion.run_id, completion.claim_token, completion.result);
   return commit(tx, batch);
+}
+
+std::vector<StepOutcome> complete_steps(pqxx::transaction_base& tx,
+                                        const std::vector<StepCheckpoint>& steps) {
+  return complete_steps_and_tasks(tx, steps, {}).steps;
+}
+
+std::vector<CompletionOutcome> complete_tasks(pqxx::transaction_base& tx,
+                                              const std::vector<TaskCompletion>& completions) {
+  return complete_steps_and_tasks(tx, {}, completions).completions;
 }
 
 void heartbeat(pqxx::transaction_base& tx, const std::string& run_id, const std::string& token) {
